@@ -1,0 +1,167 @@
+//! The one place where cuzk talks to native code.
+//!
+//! Everything `unsafe` in the workspace lives in this crate (the other crates
+//! deny `unsafe_code`). Today that is blst's multi-threaded Pippenger MSM and
+//! batch addition, reached through blst's Rust bindings; the CUDA kernels will
+//! join them here behind a feature.
+//!
+//! Why not blstrs' own `multi_exp`: it takes projective points and converts
+//! them all to affine on every call. Parameter files already hold affine
+//! points, so we hand blst the affine slices directly.
+#![allow(unsafe_code)]
+#![warn(missing_docs)]
+
+use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine, MultiPoint};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+use group::Group;
+
+/// Number of bits in a BLS12-381 scalar, as blst's MSM expects it.
+const SCALAR_BITS: usize = 255;
+/// Size of one little-endian canonical scalar.
+pub const SCALAR_BYTES: usize = 32;
+
+// blstrs' point types are `#[repr(transparent)]` wrappers of blst's, so a
+// slice of one is a slice of the other. The assertions make a layout change
+// in a future blstrs a compile error rather than memory corruption.
+const _: () = assert!(std::mem::size_of::<G1Affine>() == std::mem::size_of::<blst_p1_affine>());
+const _: () = assert!(std::mem::size_of::<G2Affine>() == std::mem::size_of::<blst_p2_affine>());
+const _: () = assert!(std::mem::size_of::<G1Projective>() == std::mem::size_of::<blst_p1>());
+const _: () = assert!(std::mem::size_of::<G2Projective>() == std::mem::size_of::<blst_p2>());
+
+fn g1_affines(points: &[G1Affine]) -> &[blst_p1_affine] {
+    // SAFETY: G1Affine is repr(transparent) over blst_p1_affine (checked above).
+    unsafe { std::slice::from_raw_parts(points.as_ptr().cast(), points.len()) }
+}
+
+fn g2_affines(points: &[G2Affine]) -> &[blst_p2_affine] {
+    // SAFETY: G2Affine is repr(transparent) over blst_p2_affine (checked above).
+    unsafe { std::slice::from_raw_parts(points.as_ptr().cast(), points.len()) }
+}
+
+fn g1_from_blst(p: blst_p1) -> G1Projective {
+    // SAFETY: G1Projective is repr(transparent) over blst_p1 (checked above).
+    unsafe { std::mem::transmute::<blst_p1, G1Projective>(p) }
+}
+
+fn g2_from_blst(p: blst_p2) -> G2Projective {
+    // SAFETY: G2Projective is repr(transparent) over blst_p2 (checked above).
+    unsafe { std::mem::transmute::<blst_p2, G2Projective>(p) }
+}
+
+/// Error for MSM inputs that blst would otherwise reject with a panic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LengthMismatch {
+    /// Number of points given.
+    pub points: usize,
+    /// Number of scalars given (bytes / 32).
+    pub scalars: usize,
+}
+
+impl std::fmt::Display for LengthMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MSM given {} points but {} scalars", self.points, self.scalars)
+    }
+}
+
+impl std::error::Error for LengthMismatch {}
+
+fn check_lengths(points: usize, scalar_bytes: usize) -> Result<(), LengthMismatch> {
+    if scalar_bytes != points * SCALAR_BYTES {
+        return Err(LengthMismatch {
+            points,
+            scalars: scalar_bytes / SCALAR_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// `sum(scalars[i] * points[i])` on G1 with blst's multi-threaded Pippenger.
+///
+/// `scalars` holds one canonical little-endian 32-byte scalar per point.
+pub fn g1_msm(points: &[G1Affine], scalars: &[u8]) -> Result<G1Projective, LengthMismatch> {
+    check_lengths(points.len(), scalars.len())?;
+    if points.is_empty() {
+        return Ok(G1Projective::identity());
+    }
+    Ok(g1_from_blst(g1_affines(points).mult(scalars, SCALAR_BITS)))
+}
+
+/// `sum(scalars[i] * points[i])` on G2 with blst's multi-threaded Pippenger.
+pub fn g2_msm(points: &[G2Affine], scalars: &[u8]) -> Result<G2Projective, LengthMismatch> {
+    check_lengths(points.len(), scalars.len())?;
+    if points.is_empty() {
+        return Ok(G2Projective::identity());
+    }
+    Ok(g2_from_blst(g2_affines(points).mult(scalars, SCALAR_BITS)))
+}
+
+/// Sum of G1 points with blst's batch-affine addition (multi-threaded).
+pub fn g1_sum(points: &[G1Affine]) -> G1Projective {
+    if points.is_empty() {
+        return G1Projective::identity();
+    }
+    g1_from_blst(g1_affines(points).add())
+}
+
+/// Sum of G2 points with blst's batch-affine addition (multi-threaded).
+pub fn g2_sum(points: &[G2Affine]) -> G2Projective {
+    if points.is_empty() {
+        return G2Projective::identity();
+    }
+    g2_from_blst(g2_affines(points).add())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blstrs::Scalar;
+    use ff::Field;
+    use group::Curve;
+    use rand::SeedableRng;
+
+    fn scalar_bytes(scalars: &[Scalar]) -> Vec<u8> {
+        scalars.iter().flat_map(|s| s.to_bytes_le()).collect()
+    }
+
+    #[test]
+    fn g1_msm_matches_naive_sum() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        for n in [1usize, 2, 31, 32, 33, 300] {
+            let points: Vec<G1Affine> = (0..n)
+                .map(|_| G1Projective::random(&mut rng).to_affine())
+                .collect();
+            let mut scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+            scalars[0] = Scalar::ZERO;
+            let expected: G1Projective = points.iter().zip(&scalars).map(|(p, s)| *p * s).sum();
+            let got = g1_msm(&points, &scalar_bytes(&scalars)).unwrap();
+            assert_eq!(got, expected, "n = {n}");
+            let sum: G1Projective = points.iter().map(G1Projective::from).sum();
+            assert_eq!(g1_sum(&points), sum, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn g2_msm_matches_naive_sum() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+        for n in [1usize, 5, 40] {
+            let points: Vec<G2Affine> = (0..n)
+                .map(|_| G2Projective::random(&mut rng).to_affine())
+                .collect();
+            let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+            let expected: G2Projective = points.iter().zip(&scalars).map(|(p, s)| *p * s).sum();
+            assert_eq!(g2_msm(&points, &scalar_bytes(&scalars)).unwrap(), expected);
+            let sum: G2Projective = points.iter().map(G2Projective::from).sum();
+            assert_eq!(g2_sum(&points), sum);
+        }
+    }
+
+    #[test]
+    fn length_mismatch_is_an_error() {
+        let p = vec![G1Affine::default(); 3];
+        assert_eq!(
+            g1_msm(&p, &[0u8; 64]).unwrap_err(),
+            LengthMismatch { points: 3, scalars: 2 }
+        );
+        assert_eq!(g1_msm(&[], &[]).unwrap(), G1Projective::identity());
+    }
+}
