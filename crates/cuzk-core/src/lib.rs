@@ -1,1 +1,33 @@
+//! cuzk's Groth16 (BLS12-381) proving core.
+//!
+//! - [`assignment`]: synthesis of any bellperson circuit into the contiguous
+//!   layout provers consume (a/b/c evaluations, assignments, density bitmaps).
+//! - [`params`]: bellperson/Filecoin `.params` and `.vk` files.
+//! - [`param_cache`]: parameters generated per circuit and cached on disk.
+//! - [`prover`]: the CPU prover with the split `prove_start` / `finish` API.
+//! - [`verify`]: verification with bellperson's (independent) verifier.
+//! - [`synthetic`]: a PoRep-shaped synthetic circuit of any size.
+//! - [`domain`], [`msm`]: the FFTs and witness-shaped MSMs the prover uses.
 
+pub mod assignment;
+pub mod domain;
+pub mod msm;
+pub mod param_cache;
+pub mod params;
+pub mod prover;
+pub mod synthetic;
+pub mod verify;
+
+pub use assignment::{synthesize, DensityBitmap, ProvingAssignment, SizeHint};
+pub use param_cache::{CacheError, CacheOutcome, ParameterCache};
+pub use params::{ParamsError, PointCheck, ProvingParameters};
+pub use prover::{
+    finish, proof_to_bytes, prove, prove_start, PendingProof, ProveError, ProveTimings, Randomness,
+    PROOF_BYTES,
+};
+pub use synthetic::SyntheticCircuit;
+pub use verify::Verifier;
+
+/// Re-exported so users name the same types as the core.
+pub use bellperson::groth16::{Proof, VerifyingKey};
+pub use blstrs::{Bls12, Scalar};

@@ -48,6 +48,19 @@ fn g2_from_blst(p: blst_p2) -> G2Projective {
     unsafe { std::mem::transmute::<blst_p2, G2Projective>(p) }
 }
 
+pub use memmap2::Mmap;
+
+/// Maps a file read-only.
+///
+/// Mapping is unsafe because another process could truncate or rewrite the
+/// file underneath us. cuzk writes parameter files under a temporary name and
+/// renames them into place, and never modifies a file it has published, so a
+/// mapped parameter file does not change while it is read.
+pub fn map_readonly(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: see above; the mapping is only ever read.
+    unsafe { memmap2::Mmap::map(file) }
+}
+
 /// Error for MSM inputs that blst would otherwise reject with a panic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LengthMismatch {
@@ -59,7 +72,11 @@ pub struct LengthMismatch {
 
 impl std::fmt::Display for LengthMismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "MSM given {} points but {} scalars", self.points, self.scalars)
+        write!(
+            f,
+            "MSM given {} points but {} scalars",
+            self.points, self.scalars
+        )
     }
 }
 
@@ -160,7 +177,10 @@ mod tests {
         let p = vec![G1Affine::default(); 3];
         assert_eq!(
             g1_msm(&p, &[0u8; 64]).unwrap_err(),
-            LengthMismatch { points: 3, scalars: 2 }
+            LengthMismatch {
+                points: 3,
+                scalars: 2
+            }
         );
         assert_eq!(g1_msm(&[], &[]).unwrap(), G1Projective::identity());
     }

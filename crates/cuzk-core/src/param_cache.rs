@@ -1,0 +1,157 @@
+//! Parameters generated for a circuit and cached on disk by circuit id.
+//!
+//! Generation uses bellperson's generator with an RNG seeded from the circuit
+//! id, so the same id gives byte-identical files on every machine. These are
+//! test parameters: their toxic waste is reproducible, so they must never
+//! secure anything real.
+
+use crate::params::{write_vk_file, ParamsError, PointCheck, ProvingParameters};
+use bellperson::{groth16::generate_random_parameters, Circuit, SynthesisError};
+use blstrs::{Bls12, Scalar};
+use rand::SeedableRng;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Errors of the cache.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// A file could not be read or written.
+    #[error(transparent)]
+    Params(#[from] ParamsError),
+    /// The cache directory could not be created.
+    #[error("cannot create parameter cache {path}: {source}")]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// bellperson's generator failed.
+    #[error("generating parameters for {circuit_id}: {source}")]
+    Generate {
+        /// The circuit.
+        circuit_id: String,
+        /// Why.
+        source: SynthesisError,
+    },
+    /// Circuit ids become file names, so they are restricted.
+    #[error("invalid circuit id {0:?}: use letters, digits, '-', '_' and '.'")]
+    BadId(String),
+}
+
+/// How a lookup was satisfied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Already in memory.
+    Resident,
+    /// Read from the cache directory.
+    Loaded(Duration),
+    /// Generated now (and written to the directory).
+    Generated(Duration),
+}
+
+/// A directory of `<circuit id>.params` / `.vk` files plus the ones in memory.
+#[derive(Debug)]
+pub struct ParameterCache {
+    dir: PathBuf,
+    resident: Mutex<HashMap<String, Arc<ProvingParameters>>>,
+}
+
+impl ParameterCache {
+    /// A cache in `dir`, created if missing.
+    pub fn new(dir: impl Into<PathBuf>) -> Result<Self, CacheError> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir).map_err(|source| CacheError::Dir {
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(Self {
+            dir,
+            resident: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// `$CUZK_PARAM_CACHE`, else `$XDG_CACHE_HOME/cuzk/params`, else
+    /// `$HOME/.cache/cuzk/params`, else `./.cuzk-params`.
+    pub fn default_dir() -> PathBuf {
+        if let Some(dir) = std::env::var_os("CUZK_PARAM_CACHE") {
+            return dir.into();
+        }
+        if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+            return Path::new(&dir).join("cuzk/params");
+        }
+        if let Some(home) = std::env::var_os("HOME") {
+            return Path::new(&home).join(".cache/cuzk/params");
+        }
+        PathBuf::from(".cuzk-params")
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Path of the `.params` file for `circuit_id`.
+    pub fn params_path(&self, circuit_id: &str) -> PathBuf {
+        self.dir.join(format!("{circuit_id}.params"))
+    }
+
+    /// The parameters of `circuit_id`: from memory, else from the directory,
+    /// else generated from `circuit()` and written there. Concurrent callers
+    /// are serialised, so each file is generated or read once.
+    pub fn get_or_generate<C: Circuit<Scalar>>(
+        &self,
+        circuit_id: &str,
+        circuit: impl FnOnce() -> C,
+    ) -> Result<(Arc<ProvingParameters>, CacheOutcome), CacheError> {
+        if circuit_id.is_empty()
+            || !circuit_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(CacheError::BadId(circuit_id.to_string()));
+        }
+        let mut resident = self.resident.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(params) = resident.get(circuit_id) {
+            return Ok((Arc::clone(params), CacheOutcome::Resident));
+        }
+        let path = self.params_path(circuit_id);
+        let started = Instant::now();
+        let (params, outcome) = if path.exists() {
+            // Files in the cache were written by this code; skip the
+            // subgroup checks (points are still checked to be on the curve).
+            let params = ProvingParameters::read(&path, PointCheck::SkipSubgroup)?;
+            (params, CacheOutcome::Loaded(started.elapsed()))
+        } else {
+            tracing::info!(circuit_id, path = %path.display(), "generating parameters");
+            let mut rng = rand_chacha::ChaCha20Rng::from_seed(seed_for(circuit_id));
+            let generated = generate_random_parameters::<Bls12, _, _>(circuit(), &mut rng)
+                .map_err(|source| CacheError::Generate {
+                    circuit_id: circuit_id.to_string(),
+                    source,
+                })?;
+            let params = ProvingParameters::from_bellperson(generated, path.clone());
+            params.write(&path)?;
+            write_vk_file(&params.vk, &path.with_extension("vk"))?;
+            (params, CacheOutcome::Generated(started.elapsed()))
+        };
+        let params = Arc::new(params);
+        resident.insert(circuit_id.to_string(), Arc::clone(&params));
+        Ok((params, outcome))
+    }
+}
+
+/// A 32-byte seed from the circuit id (FNV-1a, spread over four lanes).
+fn seed_for(circuit_id: &str) -> [u8; 32] {
+    let mut seed = [0u8; 32];
+    for (lane, chunk) in seed.chunks_mut(8).enumerate() {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ lane as u64;
+        for byte in circuit_id.bytes() {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        chunk.copy_from_slice(&hash.to_le_bytes());
+    }
+    seed
+}

@@ -1,0 +1,436 @@
+//! Groth16 parameter files in the bellperson / Filecoin layout.
+//!
+//! `.params`: the verifying key (alpha_g1, beta_g1, beta_g2, gamma_g2,
+//! delta_g1, delta_g2, then a big-endian u32 count and the IC points), then the
+//! h, l, a, b_g1 and b_g2 sections, each a big-endian u32 count followed by
+//! uncompressed affine points (G1 96 bytes, G2 192 bytes). `.vk` files hold the
+//! verifying key alone. Files are memory-mapped and each section is decoded in
+//! parallel; every error names the file and what is wrong with it.
+
+use crate::assignment::ProvingAssignment;
+use bellperson::groth16::{Parameters, VerifyingKey};
+use blstrs::{Bls12, G1Affine, G2Affine};
+use group::prime::PrimeCurveAffine;
+use rayon::prelude::*;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How much to trust the points of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PointCheck {
+    /// Check every point is on the curve and in the prime-order subgroup.
+    Full,
+    /// Skip the (expensive) subgroup check: for files this machine wrote or
+    /// whose digest was verified. Points are still checked to be on the curve.
+    SkipSubgroup,
+}
+
+/// Errors reading, writing or using a parameter file.
+#[derive(Debug, thiserror::Error)]
+pub enum ParamsError {
+    /// The operating system refused.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The file ends before a section it announces.
+    #[error(
+        "{path}: truncated: {what} needs bytes {start}..{end} but the file is {len} bytes long"
+    )]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Which part was being read.
+        what: String,
+        /// Where it starts.
+        start: u64,
+        /// Where it would end.
+        end: u64,
+        /// File length.
+        len: u64,
+    },
+    /// Bytes left over after the last section.
+    #[error("{path}: {extra} unexpected bytes after the last section (file is corrupt or not a parameter file)")]
+    TrailingBytes {
+        /// The file.
+        path: PathBuf,
+        /// How many.
+        extra: u64,
+    },
+    /// A point failed to decode or failed a check.
+    #[error("{path}: {section} point {index} is invalid: {reason}")]
+    BadPoint {
+        /// The file.
+        path: PathBuf,
+        /// Section name.
+        section: &'static str,
+        /// Index inside the section.
+        index: usize,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The file does not belong to the circuit being proved.
+    #[error("{path}: parameters do not match the circuit: {what}")]
+    WrongCircuit {
+        /// The file (or `<memory>` for generated parameters).
+        path: PathBuf,
+        /// The mismatch.
+        what: String,
+    },
+}
+
+/// Groth16 proving parameters, held in memory.
+#[derive(Clone, Debug)]
+pub struct ProvingParameters {
+    /// The verifying key.
+    pub vk: VerifyingKey<Bls12>,
+    /// `size - 1` points for the H polynomial.
+    pub h: Vec<G1Affine>,
+    /// One point per aux variable.
+    pub l: Vec<G1Affine>,
+    /// A query: every input, then aux variables in the A density.
+    pub a: Vec<G1Affine>,
+    /// B query in G1: inputs then aux variables in the B densities.
+    pub b_g1: Vec<G1Affine>,
+    /// B query in G2, same selection as `b_g1`.
+    pub b_g2: Vec<G2Affine>,
+    /// Where they were read from, for error messages.
+    pub source: PathBuf,
+}
+
+const G1_BYTES: usize = 96;
+const G2_BYTES: usize = 192;
+
+/// A point type stored uncompressed in parameter files.
+trait FilePoint: Sized + Send + Copy {
+    const BYTES: usize;
+    fn decode(bytes: &[u8], check: PointCheck) -> Result<Self, &'static str>;
+    fn encode(&self) -> Vec<u8>;
+}
+
+macro_rules! file_point {
+    ($affine:ty, $bytes:expr) => {
+        impl FilePoint for $affine {
+            const BYTES: usize = $bytes;
+            fn decode(bytes: &[u8], check: PointCheck) -> Result<Self, &'static str> {
+                let repr: &[u8; $bytes] = bytes.try_into().expect("caller slices exact sizes");
+                let point: Self = Option::from(<$affine>::from_uncompressed_unchecked(repr))
+                    .ok_or("bad encoding or not on the curve")?;
+                if bool::from(point.is_identity()) {
+                    return Err("point at infinity");
+                }
+                if check == PointCheck::Full && !bool::from(point.is_torsion_free()) {
+                    return Err("not in the prime-order subgroup");
+                }
+                Ok(point)
+            }
+            fn encode(&self) -> Vec<u8> {
+                self.to_uncompressed().to_vec()
+            }
+        }
+    };
+}
+file_point!(G1Affine, G1_BYTES);
+file_point!(G2Affine, G2_BYTES);
+
+/// A bounds-checked reader over the mapped file.
+struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+    path: &'a Path,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, len: usize, what: &str) -> Result<&'a [u8], ParamsError> {
+        let end = self.pos.checked_add(len).filter(|&e| e <= self.data.len());
+        match end {
+            Some(end) => {
+                let bytes = &self.data[self.pos..end];
+                self.pos = end;
+                Ok(bytes)
+            }
+            None => Err(ParamsError::Truncated {
+                path: self.path.to_path_buf(),
+                what: what.to_string(),
+                start: self.pos as u64,
+                end: self.pos as u64 + len as u64,
+                len: self.data.len() as u64,
+            }),
+        }
+    }
+
+    fn u32(&mut self, what: &str) -> Result<usize, ParamsError> {
+        let bytes = self.take(4, what)?;
+        Ok(u32::from_be_bytes(bytes.try_into().unwrap()) as usize)
+    }
+
+    fn point<P: FilePoint>(
+        &mut self,
+        section: &'static str,
+        check: PointCheck,
+    ) -> Result<P, ParamsError> {
+        let bytes = self.take(P::BYTES, section)?;
+        P::decode(bytes, check).map_err(|reason| ParamsError::BadPoint {
+            path: self.path.to_path_buf(),
+            section,
+            index: 0,
+            reason,
+        })
+    }
+
+    /// A count-prefixed section of points, decoded in parallel.
+    fn section<P: FilePoint>(
+        &mut self,
+        section: &'static str,
+        check: PointCheck,
+    ) -> Result<Vec<P>, ParamsError> {
+        let count = self.u32(&format!("{section} count"))?;
+        let bytes = self.take(
+            count.checked_mul(P::BYTES).unwrap_or(usize::MAX),
+            &format!("{section} section ({count} points)"),
+        )?;
+        bytes
+            .par_chunks_exact(P::BYTES)
+            .with_min_len(1024)
+            .enumerate()
+            .map(|(index, chunk)| {
+                P::decode(chunk, check).map_err(|reason| ParamsError::BadPoint {
+                    path: self.path.to_path_buf(),
+                    section,
+                    index,
+                    reason,
+                })
+            })
+            .collect()
+    }
+
+    fn vk(&mut self) -> Result<VerifyingKey<Bls12>, ParamsError> {
+        // The verifying key is small and always fully checked.
+        let check = PointCheck::Full;
+        Ok(VerifyingKey {
+            alpha_g1: self.point("vk.alpha_g1", check)?,
+            beta_g1: self.point("vk.beta_g1", check)?,
+            beta_g2: self.point("vk.beta_g2", check)?,
+            gamma_g2: self.point("vk.gamma_g2", check)?,
+            delta_g1: self.point("vk.delta_g1", check)?,
+            delta_g2: self.point("vk.delta_g2", check)?,
+            ic: self.section("vk.ic", check)?,
+        })
+    }
+
+    fn finish(&self) -> Result<(), ParamsError> {
+        let extra = self.data.len() - self.pos;
+        if extra != 0 {
+            return Err(ParamsError::TrailingBytes {
+                path: self.path.to_path_buf(),
+                extra: extra as u64,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ParamsError + '_ {
+    move |source| ParamsError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Maps `path` read-only. An empty file maps to an empty slice.
+fn map_file(path: &Path) -> Result<Option<cuzk_sys::Mmap>, ParamsError> {
+    let file = File::open(path).map_err(io_error(path))?;
+    let len = file.metadata().map_err(io_error(path))?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    let map = cuzk_sys::map_readonly(&file).map_err(io_error(path))?;
+    Ok(Some(map))
+}
+
+impl ProvingParameters {
+    /// Reads a `.params` file.
+    pub fn read(path: &Path, check: PointCheck) -> Result<Self, ParamsError> {
+        let map = map_file(path)?;
+        let data: &[u8] = map.as_deref().unwrap_or(&[]);
+        let mut cursor = Cursor { data, pos: 0, path };
+        let vk = cursor.vk()?;
+        let h = cursor.section("h", check)?;
+        let l = cursor.section("l", check)?;
+        let a = cursor.section("a", check)?;
+        let b_g1 = cursor.section("b_g1", check)?;
+        let b_g2 = cursor.section("b_g2", check)?;
+        cursor.finish()?;
+        Ok(Self {
+            vk,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+            source: path.to_path_buf(),
+        })
+    }
+
+    /// Writes a `.params` file (to a temporary name, then renamed, so readers
+    /// never see a partial file).
+    pub fn write(&self, path: &Path) -> Result<(), ParamsError> {
+        write_atomically(path, |out| {
+            write_vk(&self.vk, out)?;
+            write_section(out, &self.h)?;
+            write_section(out, &self.l)?;
+            write_section(out, &self.a)?;
+            write_section(out, &self.b_g1)?;
+            write_section(out, &self.b_g2)
+        })
+    }
+
+    /// Total size of the points held, in bytes (as stored on disk).
+    pub fn size_bytes(&self) -> u64 {
+        let g1 =
+            self.h.len() + self.l.len() + self.a.len() + self.b_g1.len() + self.vk.ic.len() + 3;
+        let g2 = self.b_g2.len() + 3;
+        (g1 * G1_BYTES + g2 * G2_BYTES) as u64
+    }
+
+    /// Checks that these parameters were made for the circuit `assignment`
+    /// came from, so a wrong file is an error rather than a bad proof (or an
+    /// out-of-bounds index).
+    pub fn check_fits(&self, assignment: &ProvingAssignment) -> Result<(), ParamsError> {
+        let inputs = assignment.input_assignment.len();
+        let b_count =
+            assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones();
+        let expectations = [
+            (
+                "vk.ic",
+                self.vk.ic.len(),
+                inputs,
+                "public inputs (incl. the constant one)",
+            ),
+            (
+                "h",
+                self.h.len(),
+                assignment.domain_size() - 1,
+                "domain size - 1",
+            ),
+            (
+                "l",
+                self.l.len(),
+                assignment.aux_assignment.len(),
+                "aux variables",
+            ),
+            (
+                "a",
+                self.a.len(),
+                inputs + assignment.a_aux_density.count_ones(),
+                "inputs + aux variables used in A",
+            ),
+            ("b_g1", self.b_g1.len(), b_count, "variables used in B"),
+            ("b_g2", self.b_g2.len(), b_count, "variables used in B"),
+        ];
+        for (section, have, need, meaning) in expectations {
+            if have != need {
+                return Err(ParamsError::WrongCircuit {
+                    path: self.source.clone(),
+                    what: format!(
+                        "section {section} has {have} points but the circuit needs {need} ({meaning})"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Converts bellperson's parameters (e.g. from its generator).
+    pub fn from_bellperson(params: Parameters<Bls12>, source: PathBuf) -> Self {
+        fn take<T: Clone>(v: Arc<Vec<T>>) -> Vec<T> {
+            Arc::try_unwrap(v).unwrap_or_else(|shared| (*shared).clone())
+        }
+        Self {
+            vk: params.vk,
+            h: take(params.h),
+            l: take(params.l),
+            a: take(params.a),
+            b_g1: take(params.b_g1),
+            b_g2: take(params.b_g2),
+            source,
+        }
+    }
+
+    /// A copy as bellperson's type (for running bellperson's prover on the
+    /// same parameters in tests and benchmarks).
+    pub fn to_bellperson(&self) -> Parameters<Bls12> {
+        Parameters {
+            vk: self.vk.clone(),
+            h: Arc::new(self.h.clone()),
+            l: Arc::new(self.l.clone()),
+            a: Arc::new(self.a.clone()),
+            b_g1: Arc::new(self.b_g1.clone()),
+            b_g2: Arc::new(self.b_g2.clone()),
+        }
+    }
+}
+
+/// Reads a `.vk` file.
+pub fn read_vk(path: &Path) -> Result<VerifyingKey<Bls12>, ParamsError> {
+    let map = map_file(path)?;
+    let data: &[u8] = map.as_deref().unwrap_or(&[]);
+    let mut cursor = Cursor { data, pos: 0, path };
+    let vk = cursor.vk()?;
+    cursor.finish()?;
+    Ok(vk)
+}
+
+/// Writes a `.vk` file.
+pub fn write_vk_file(vk: &VerifyingKey<Bls12>, path: &Path) -> Result<(), ParamsError> {
+    write_atomically(path, |out| write_vk(vk, out))
+}
+
+fn write_vk(vk: &VerifyingKey<Bls12>, out: &mut dyn Write) -> std::io::Result<()> {
+    out.write_all(&vk.alpha_g1.encode())?;
+    out.write_all(&vk.beta_g1.encode())?;
+    out.write_all(&vk.beta_g2.encode())?;
+    out.write_all(&vk.gamma_g2.encode())?;
+    out.write_all(&vk.delta_g1.encode())?;
+    out.write_all(&vk.delta_g2.encode())?;
+    write_section(out, &vk.ic)
+}
+
+fn write_section<P: FilePoint + Sync>(out: &mut dyn Write, points: &[P]) -> std::io::Result<()> {
+    let count = u32::try_from(points.len()).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "section over 2^32 points")
+    })?;
+    out.write_all(&count.to_be_bytes())?;
+    // Encode in parallel batches; writing stays sequential.
+    for batch in points.chunks(1 << 16) {
+        let bytes: Vec<u8> = batch.par_iter().flat_map_iter(|p| p.encode()).collect();
+        out.write_all(&bytes)?;
+    }
+    Ok(())
+}
+
+fn write_atomically(
+    path: &Path,
+    body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), ParamsError> {
+    let tmp = path.with_extension(format!(
+        "tmp.{}.{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let result = (|| {
+        let mut out = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+        body(&mut out)?;
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io_error(path))
+}
