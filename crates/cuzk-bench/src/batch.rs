@@ -3,8 +3,8 @@
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use cuzk_core::{
-    finish, prove_start, synthesize, CacheOutcome, ParameterCache, ProveTimings, ProvingParameters, Randomness,
-    Scalar, SyntheticCircuit, Verifier,
+    finish, prove_start, synthesize, CacheOutcome, ParameterCache, ProveTimings, ProvingParameters,
+    Randomness, Scalar, SyntheticCircuit, Verifier,
 };
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -71,22 +71,39 @@ pub fn run(args: BatchArgs) -> anyhow::Result<()> {
     let inputs: Vec<Scalar> = (0..args.inputs).map(|i| Scalar::from(i as u64 + 1)).collect();
     let template = SyntheticCircuit::new(constraints, inputs.clone(), 0).map_err(anyhow::Error::msg)?;
 
-    let cache_dir = args.param_cache.clone().unwrap_or_else(ParameterCache::default_dir);
+    let cache_dir = args
+        .param_cache
+        .clone()
+        .unwrap_or_else(ParameterCache::default_dir);
     let cache = ParameterCache::new(&cache_dir)?;
     let id = template.circuit_id();
     let (params, outcome) = cache
-        .get_or_generate(&id, || template.clone())
+        .load_or_generate(&id, || template.clone())
         .with_context(|| format!("parameters for {id}"))?;
     let path = cache.params_path(&id);
     match outcome {
-        CacheOutcome::Generated(t) => println!("parameters:  generated in {:.1}s -> {}", t.as_secs_f64(), path.display()),
-        CacheOutcome::Loaded(t) => println!("parameters:  loaded in {:.1}s from {}", t.as_secs_f64(), path.display()),
-        CacheOutcome::Resident => println!("parameters:  resident"),
+        CacheOutcome::Generated(t) => println!(
+            "parameters:  generated in {:.1}s -> {}",
+            t.as_secs_f64(),
+            path.display()
+        ),
+        CacheOutcome::Loaded(t) => println!(
+            "parameters:  loaded in {:.1}s from {}",
+            t.as_secs_f64(),
+            path.display()
+        ),
     }
+    let params = Arc::new(params);
     let verifier = Arc::new(Verifier::new(&params.vk));
 
     println!("=== Batch Benchmark ===");
-    println!("proof type:  {}", args.proof_type.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default());
+    println!(
+        "proof type:  {}",
+        args.proof_type
+            .to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    );
     println!("constraints: {constraints}");
     println!("count:       {}", args.count);
     println!("concurrency: {}", args.concurrency);
@@ -143,8 +160,8 @@ fn run_job(
         outcome: Ok(()),
     };
     report.outcome = (|| -> anyhow::Result<()> {
-        let circuit =
-            SyntheticCircuit::new(constraints, inputs.to_vec(), index as u64 + 1).map_err(anyhow::Error::msg)?;
+        let circuit = SyntheticCircuit::new(constraints, inputs.to_vec(), index as u64 + 1)
+            .map_err(anyhow::Error::msg)?;
         let t = Instant::now();
         let assignment = synthesize(circuit.clone(), circuit.size_hint())?;
         report.synthesis = t.elapsed();
@@ -153,7 +170,10 @@ fn run_job(
         let (proof, timings) = finish(pending)?;
         report.prove = t.elapsed();
         report.timings = timings;
-        if !verifier.verify(&proof, circuit.public_inputs()).map_err(anyhow::Error::msg)? {
+        if !verifier
+            .verify(&proof, circuit.public_inputs())
+            .map_err(anyhow::Error::msg)?
+        {
             bail!("proof failed verification");
         }
         Ok(())

@@ -3,7 +3,10 @@
 
 use anyhow::{bail, Context};
 use clap::Args;
-use cuzk_core::{finish, proof_to_bytes, prove_start, synthesize, ParameterCache, Randomness, Scalar, SyntheticCircuit, Verifier};
+use cuzk_core::{
+    finish, proof_to_bytes, prove_start, synthesize, ParameterCache, Randomness, Scalar, SyntheticCircuit,
+    Verifier,
+};
 use ff::Field;
 use rand::SeedableRng;
 use std::path::PathBuf;
@@ -31,7 +34,11 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     if args.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
-    let cache = ParameterCache::new(args.param_cache.clone().unwrap_or_else(ParameterCache::default_dir))?;
+    let cache = ParameterCache::new(
+        args.param_cache
+            .clone()
+            .unwrap_or_else(ParameterCache::default_dir),
+    )?;
     println!("threads: {} (rayon)", rayon::current_num_threads());
     println!(
         "{:>4} {:>9} {:>12} {:>12} {:>12} {:>14} {:>9} {:>9}",
@@ -42,13 +49,15 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         let inputs = vec![Scalar::ONE, Scalar::ZERO];
         let template = SyntheticCircuit::new(1 << k, inputs.clone(), 0).map_err(anyhow::Error::msg)?;
         let (params, _) = cache
-            .get_or_generate(&template.circuit_id(), || template.clone())
+            .load_or_generate(&template.circuit_id(), || template.clone())
             .with_context(|| format!("parameters for k = {k}"))?;
         let bellperson_params = params.to_bellperson();
+        let params = std::sync::Arc::new(params);
         let verifier = Verifier::new(&params.vk);
         let (mut synth, mut prove, mut total, mut theirs) = (vec![], vec![], vec![], vec![]);
         for run in 0..args.repeat {
-            let circuit = SyntheticCircuit::new(1 << k, inputs.clone(), run as u64 + 1).map_err(anyhow::Error::msg)?;
+            let circuit =
+                SyntheticCircuit::new(1 << k, inputs.clone(), run as u64 + 1).map_err(anyhow::Error::msg)?;
             let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
             // Alternate which prover goes first so neither always runs on a
             // cold cache.
@@ -64,7 +73,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
                     synth.push(synthesized);
                     prove.push(elapsed - synthesized);
                     total.push(elapsed);
-                    if !verifier.verify(&proof, circuit.public_inputs()).map_err(anyhow::Error::msg)? {
+                    if !verifier
+                        .verify(&proof, circuit.public_inputs())
+                        .map_err(anyhow::Error::msg)?
+                    {
                         bail!("our proof failed verification at k = {k}");
                     }
                     ours_bytes = proof_to_bytes(&proof);

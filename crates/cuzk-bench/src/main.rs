@@ -6,7 +6,11 @@ mod compare;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "cuzk-bench", version, about = "Benchmark client for the cuzk proving engine")]
+#[command(
+    name = "cuzk-bench",
+    version,
+    about = "Benchmark client for the cuzk proving engine"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

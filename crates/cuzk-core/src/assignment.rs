@@ -77,10 +77,7 @@ impl DensityBitmap {
     /// variable's point in a density-filtered parameter section.
     pub fn rank(&self, index: usize) -> usize {
         let (word, bit) = (index / 64, index % 64);
-        let full: usize = self.words[..word]
-            .iter()
-            .map(|w| w.count_ones() as usize)
-            .sum();
+        let full: usize = self.words[..word].iter().map(|w| w.count_ones() as usize).sum();
         let partial = if bit == 0 {
             0
         } else {

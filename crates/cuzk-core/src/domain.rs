@@ -77,12 +77,7 @@ impl Domain {
     /// evaluations of A, B and C at the constraints. Consumes the three
     /// vectors; returns the `size - 1` coefficients the H query needs, reusing
     /// `a`'s memory.
-    pub fn h_coefficients(
-        &self,
-        mut a: Vec<Scalar>,
-        mut b: Vec<Scalar>,
-        mut c: Vec<Scalar>,
-    ) -> Vec<Scalar> {
+    pub fn h_coefficients(&self, mut a: Vec<Scalar>, mut b: Vec<Scalar>, mut c: Vec<Scalar>) -> Vec<Scalar> {
         for v in [&mut a, &mut b, &mut c] {
             assert!(v.len() <= self.size, "vector longer than the domain");
             v.resize(self.size, Scalar::ZERO);
@@ -181,9 +176,7 @@ fn fft_in_place(values: &mut [Scalar], omega: Scalar, log2: u32) {
                 lo.par_chunks_mut(MIN_PARALLEL_CHUNK)
                     .zip(hi.par_chunks_mut(MIN_PARALLEL_CHUNK))
                     .enumerate()
-                    .for_each(|(i, (lo, hi))| {
-                        butterflies(lo, hi, i * MIN_PARALLEL_CHUNK, stride, twiddles)
-                    });
+                    .for_each(|(i, (lo, hi))| butterflies(lo, hi, i * MIN_PARALLEL_CHUNK, stride, twiddles));
             }
         });
         m *= 2;
@@ -231,9 +224,7 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         for log2 in 0..=7 {
             let domain = Domain::for_size(1 << log2).unwrap();
-            let coeffs: Vec<Scalar> = (0..domain.size())
-                .map(|_| Scalar::random(&mut rng))
-                .collect();
+            let coeffs: Vec<Scalar> = (0..domain.size()).map(|_| Scalar::random(&mut rng)).collect();
             let mut values = coeffs.clone();
             domain.fft(&mut values);
             assert_eq!(values, naive_dft(&coeffs, domain.omega), "log2 = {log2}");
@@ -248,9 +239,7 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
         let domain = Domain::for_size((1 << 14) + 1).unwrap();
         assert_eq!(domain.size(), 1 << 15);
-        let coeffs: Vec<Scalar> = (0..domain.size())
-            .map(|_| Scalar::random(&mut rng))
-            .collect();
+        let coeffs: Vec<Scalar> = (0..domain.size()).map(|_| Scalar::random(&mut rng)).collect();
         let mut values = coeffs.clone();
         domain.fft(&mut values);
         // Spot-check a few evaluations against Horner.
@@ -280,8 +269,7 @@ mod tests {
         domain.ifft(&mut pa);
         domain.ifft(&mut pb);
         domain.ifft(&mut pc);
-        let horner =
-            |p: &[Scalar], x: Scalar| p.iter().rev().fold(Scalar::ZERO, |acc, c| acc * x + c);
+        let horner = |p: &[Scalar], x: Scalar| p.iter().rev().fold(Scalar::ZERO, |acc, c| acc * x + c);
         let x = Scalar::random(&mut rng);
         let lhs = horner(&pa, x) * horner(&pb, x) - horner(&pc, x);
         let rhs = horner(&h, x) * (x.pow_vartime([n as u64]) - Scalar::ONE);

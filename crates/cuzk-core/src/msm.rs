@@ -164,10 +164,7 @@ pub fn structured_msm<G: MsmGroup>(
         })
         .collect();
 
-    let ones: Vec<G::Affine> = gathered
-        .iter()
-        .flat_map(|g| g.ones.iter().copied())
-        .collect();
+    let ones: Vec<G::Affine> = gathered.iter().flat_map(|g| g.ones.iter().copied()).collect();
     let total_others = gathered.iter().map(|g| g.others.len()).sum();
     let mut others = Vec::with_capacity(total_others);
     let mut other_scalars = Vec::with_capacity(total_others * 32);

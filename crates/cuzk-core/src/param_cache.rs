@@ -9,9 +9,8 @@ use crate::params::{write_vk_file, ParamsError, PointCheck, ProvingParameters};
 use bellperson::{groth16::generate_random_parameters, Circuit, SynthesisError};
 use blstrs::{Bls12, Scalar};
 use rand::SeedableRng;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Errors of the cache.
@@ -44,19 +43,21 @@ pub enum CacheError {
 /// How a lookup was satisfied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheOutcome {
-    /// Already in memory.
-    Resident,
     /// Read from the cache directory.
     Loaded(Duration),
     /// Generated now (and written to the directory).
     Generated(Duration),
 }
 
-/// A directory of `<circuit id>.params` / `.vk` files plus the ones in memory.
+/// A directory of `<circuit id>.params` / `.vk` files. Keeping parameters
+/// resident in memory is the caller's business (the engine's SRS manager).
 #[derive(Debug)]
 pub struct ParameterCache {
     dir: PathBuf,
-    resident: Mutex<HashMap<String, Arc<ProvingParameters>>>,
+    /// Serialises generation within the process, so concurrent callers for
+    /// one id generate it once. (Across processes the temporary-file-and-
+    /// rename write keeps readers safe; both would write identical bytes.)
+    generating: Mutex<()>,
 }
 
 impl ParameterCache {
@@ -69,7 +70,7 @@ impl ParameterCache {
         })?;
         Ok(Self {
             dir,
-            resident: Mutex::new(HashMap::new()),
+            generating: Mutex::new(()),
         })
     }
 
@@ -98,14 +99,13 @@ impl ParameterCache {
         self.dir.join(format!("{circuit_id}.params"))
     }
 
-    /// The parameters of `circuit_id`: from memory, else from the directory,
-    /// else generated from `circuit()` and written there. Concurrent callers
-    /// are serialised, so each file is generated or read once.
-    pub fn get_or_generate<C: Circuit<Scalar>>(
+    /// The parameters of `circuit_id`: read from the directory, or generated
+    /// from `circuit()` and written there.
+    pub fn load_or_generate<C: Circuit<Scalar>>(
         &self,
         circuit_id: &str,
         circuit: impl FnOnce() -> C,
-    ) -> Result<(Arc<ProvingParameters>, CacheOutcome), CacheError> {
+    ) -> Result<(ProvingParameters, CacheOutcome), CacheError> {
         if circuit_id.is_empty()
             || !circuit_id
                 .chars()
@@ -113,10 +113,7 @@ impl ParameterCache {
         {
             return Err(CacheError::BadId(circuit_id.to_string()));
         }
-        let mut resident = self.resident.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(params) = resident.get(circuit_id) {
-            return Ok((Arc::clone(params), CacheOutcome::Resident));
-        }
+        let _generating = self.generating.lock().unwrap_or_else(|e| e.into_inner());
         let path = self.params_path(circuit_id);
         let started = Instant::now();
         let (params, outcome) = if path.exists() {
@@ -127,18 +124,18 @@ impl ParameterCache {
         } else {
             tracing::info!(circuit_id, path = %path.display(), "generating parameters");
             let mut rng = rand_chacha::ChaCha20Rng::from_seed(seed_for(circuit_id));
-            let generated = generate_random_parameters::<Bls12, _, _>(circuit(), &mut rng)
-                .map_err(|source| CacheError::Generate {
-                    circuit_id: circuit_id.to_string(),
-                    source,
+            let generated =
+                generate_random_parameters::<Bls12, _, _>(circuit(), &mut rng).map_err(|source| {
+                    CacheError::Generate {
+                        circuit_id: circuit_id.to_string(),
+                        source,
+                    }
                 })?;
             let params = ProvingParameters::from_bellperson(generated, path.clone());
             params.write(&path)?;
             write_vk_file(&params.vk, &path.with_extension("vk"))?;
             (params, CacheOutcome::Generated(started.elapsed()))
         };
-        let params = Arc::new(params);
-        resident.insert(circuit_id.to_string(), Arc::clone(&params));
         Ok((params, outcome))
     }
 }

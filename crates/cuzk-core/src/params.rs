@@ -39,9 +39,7 @@ pub enum ParamsError {
         source: std::io::Error,
     },
     /// The file ends before a section it announces.
-    #[error(
-        "{path}: truncated: {what} needs bytes {start}..{end} but the file is {len} bytes long"
-    )]
+    #[error("{path}: truncated: {what} needs bytes {start}..{end} but the file is {len} bytes long")]
     Truncated {
         /// The file.
         path: PathBuf,
@@ -55,7 +53,9 @@ pub enum ParamsError {
         len: u64,
     },
     /// Bytes left over after the last section.
-    #[error("{path}: {extra} unexpected bytes after the last section (file is corrupt or not a parameter file)")]
+    #[error(
+        "{path}: {extra} unexpected bytes after the last section (file is corrupt or not a parameter file)"
+    )]
     TrailingBytes {
         /// The file.
         path: PathBuf,
@@ -169,11 +169,7 @@ impl<'a> Cursor<'a> {
         Ok(u32::from_be_bytes(bytes.try_into().unwrap()) as usize)
     }
 
-    fn point<P: FilePoint>(
-        &mut self,
-        section: &'static str,
-        check: PointCheck,
-    ) -> Result<P, ParamsError> {
+    fn point<P: FilePoint>(&mut self, section: &'static str, check: PointCheck) -> Result<P, ParamsError> {
         let bytes = self.take(P::BYTES, section)?;
         P::decode(bytes, check).map_err(|reason| ParamsError::BadPoint {
             path: self.path.to_path_buf(),
@@ -292,8 +288,7 @@ impl ProvingParameters {
 
     /// Total size of the points held, in bytes (as stored on disk).
     pub fn size_bytes(&self) -> u64 {
-        let g1 =
-            self.h.len() + self.l.len() + self.a.len() + self.b_g1.len() + self.vk.ic.len() + 3;
+        let g1 = self.h.len() + self.l.len() + self.a.len() + self.b_g1.len() + self.vk.ic.len() + 3;
         let g2 = self.b_g2.len() + 3;
         (g1 * G1_BYTES + g2 * G2_BYTES) as u64
     }
@@ -303,8 +298,7 @@ impl ProvingParameters {
     /// out-of-bounds index).
     pub fn check_fits(&self, assignment: &ProvingAssignment) -> Result<(), ParamsError> {
         let inputs = assignment.input_assignment.len();
-        let b_count =
-            assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones();
+        let b_count = assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones();
         let expectations = [
             (
                 "vk.ic",
@@ -312,12 +306,7 @@ impl ProvingParameters {
                 inputs,
                 "public inputs (incl. the constant one)",
             ),
-            (
-                "h",
-                self.h.len(),
-                assignment.domain_size() - 1,
-                "domain size - 1",
-            ),
+            ("h", self.h.len(), assignment.domain_size() - 1, "domain size - 1"),
             (
                 "l",
                 self.l.len(),
@@ -402,9 +391,8 @@ fn write_vk(vk: &VerifyingKey<Bls12>, out: &mut dyn Write) -> std::io::Result<()
 }
 
 fn write_section<P: FilePoint + Sync>(out: &mut dyn Write, points: &[P]) -> std::io::Result<()> {
-    let count = u32::try_from(points.len()).map_err(|_| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, "section over 2^32 points")
-    })?;
+    let count = u32::try_from(points.len())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "section over 2^32 points"))?;
     out.write_all(&count.to_be_bytes())?;
     // Encode in parallel batches; writing stays sequential.
     for batch in points.chunks(1 << 16) {

@@ -109,9 +109,7 @@ pub fn prove_start(
     params: &Arc<ProvingParameters>,
     randomness: Randomness,
 ) -> Result<PendingProof, ProveError> {
-    assignment
-        .validate()
-        .map_err(ProveError::InvalidAssignment)?;
+    assignment.validate().map_err(ProveError::InvalidAssignment)?;
     params.check_fits(&assignment)?;
     let domain = Domain::for_size(assignment.num_constraints())
         .ok_or(ProveError::DomainTooLarge(assignment.num_constraints()))?;
@@ -185,9 +183,7 @@ pub fn prove_start(
     let started = Instant::now();
     let h_coeffs = domain.h_coefficients(a, b, c);
     timings.h_fft = started.elapsed();
-    let h = timed(&mut timings.h_msm, &mut || {
-        dense_msm::<G1>(&params.h, &h_coeffs)
-    });
+    let h = timed(&mut timings.h_msm, &mut || dense_msm::<G1>(&params.h, &h_coeffs));
     drop(h_coeffs);
 
     let w = &witness;

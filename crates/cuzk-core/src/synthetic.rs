@@ -35,11 +35,7 @@ impl SyntheticCircuit {
     /// A circuit whose R1CS has exactly `constraints` constraints, counting
     /// the one per input (and the constant one) that the prover appends, so
     /// `constraints = 2^k` fills a 2^k FFT domain exactly.
-    pub fn new(
-        constraints: usize,
-        public_inputs: Vec<Scalar>,
-        witness_seed: u64,
-    ) -> Result<Self, String> {
+    pub fn new(constraints: usize, public_inputs: Vec<Scalar>, witness_seed: u64) -> Result<Self, String> {
         let min = Self::min_constraints(public_inputs.len());
         if constraints < min {
             return Err(format!(
@@ -64,11 +60,17 @@ impl SyntheticCircuit {
     /// Identifies the constraint system (not the witness): the key under
     /// which its parameters are cached.
     pub fn circuit_id(&self) -> String {
-        format!(
-            "synthetic-v1-n{}-i{}",
-            self.constraints,
-            self.public_inputs.len()
-        )
+        format!("synthetic-v1-n{}-i{}", self.constraints, self.public_inputs.len())
+    }
+
+    /// The (constraints, public inputs) of a circuit id made by
+    /// [`circuit_id`](Self::circuit_id), so parameters can be regenerated
+    /// from the id alone.
+    pub fn parse_circuit_id(id: &str) -> Option<(usize, usize)> {
+        let rest = id.strip_prefix("synthetic-v1-n")?;
+        let (constraints, inputs) = rest.split_once("-i")?;
+        let (constraints, inputs) = (constraints.parse().ok()?, inputs.parse().ok()?);
+        (constraints >= Self::min_constraints(inputs)).then_some((constraints, inputs))
     }
 
     /// The public inputs (without the constant one), as a verifier needs them.
@@ -178,12 +180,7 @@ impl Circuit<Scalar> for SyntheticCircuit {
                     let (b, bv) = constrained[structure.gen_range(0..constrained.len())];
                     let value = av & bv;
                     let w = alloc(cs, id, bit(value))?;
-                    cs.enforce(
-                        || format!("and {id}"),
-                        |lc| lc + a,
-                        |lc| lc + b,
-                        |lc| lc + w,
-                    );
+                    cs.enforce(|| format!("and {id}"), |lc| lc + a, |lc| lc + b, |lc| lc + w);
                     bits.push((w, value));
                 }
                 // (sum 2^i x_i) * 1 = packed

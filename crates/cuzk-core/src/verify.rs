@@ -1,9 +1,7 @@
 //! Proof verification with bellperson's verifier, an implementation
 //! independent of our prover.
 
-use bellperson::groth16::{
-    prepare_verifying_key, verify_proof, PreparedVerifyingKey, Proof, VerifyingKey,
-};
+use bellperson::groth16::{prepare_verifying_key, verify_proof, PreparedVerifyingKey, Proof, VerifyingKey};
 use blstrs::{Bls12, Scalar};
 
 /// A verifying key prepared once for repeated verification.

@@ -5,8 +5,8 @@ mod common;
 
 use common::circuit_and_params;
 use cuzk_core::{
-    finish, proof_to_bytes, prove, prove_start, synthesize, ProveError, Randomness, Scalar,
-    SyntheticCircuit, Verifier,
+    finish, proof_to_bytes, prove, prove_start, synthesize, ProveError, Randomness, Scalar, SyntheticCircuit,
+    Verifier,
 };
 use ff::Field;
 use rand::SeedableRng;
@@ -86,11 +86,7 @@ fn proof_bytes_equal_bellperson_create_proof() {
         let assignment = synthesize(circuit.clone(), circuit.size_hint()).unwrap();
         let pending = prove_start(assignment, &params, Randomness::Fixed { r, s }).unwrap();
         let (ours, _) = finish(pending).unwrap();
-        assert_eq!(
-            proof_to_bytes(&ours).to_vec(),
-            their_bytes,
-            "n = {constraints}"
-        );
+        assert_eq!(proof_to_bytes(&ours).to_vec(), their_bytes, "n = {constraints}");
     }
 }
 
@@ -149,10 +145,7 @@ fn invalid_assignments_are_errors_not_panics() {
     let bigger = SyntheticCircuit::new(128, vec![Scalar::ONE], 3).unwrap();
     let assignment = synthesize(bigger.clone(), bigger.size_hint()).unwrap();
     let err = prove_start(assignment, &params, Randomness::Secure).unwrap_err();
-    assert!(
-        err.to_string().contains("do not match the circuit"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("do not match the circuit"), "{err}");
 
     let empty = cuzk_core::ProvingAssignment::default();
     assert!(prove_start(empty, &params, Randomness::Secure).is_err());

@@ -14,11 +14,7 @@ fn assignment_satisfies_every_constraint_and_has_the_advertised_shape() {
     assert_eq!(assignment.num_constraints(), 1 << 14);
     assert_eq!(assignment.input_assignment.len(), hint.inputs);
     assert_eq!(assignment.aux_assignment.len(), hint.aux);
-    assert_eq!(
-        assignment.a.capacity(),
-        1 << 14,
-        "capacity hint avoided regrowth"
-    );
+    assert_eq!(assignment.a.capacity(), 1 << 14, "capacity hint avoided regrowth");
     for i in 0..assignment.num_constraints() {
         assert_eq!(
             assignment.a[i] * assignment.b[i],
@@ -43,11 +39,7 @@ fn bellperson_test_cs_agrees_the_circuit_is_satisfied() {
         let circuit = SyntheticCircuit::new(n, vec![Scalar::from(3u64)], 9).unwrap();
         let mut cs = TestConstraintSystem::<Scalar>::new();
         circuit.clone().synthesize(&mut cs).unwrap();
-        assert!(
-            cs.is_satisfied(),
-            "n = {n}: {:?}",
-            cs.which_is_unsatisfied()
-        );
+        assert!(cs.is_satisfied(), "n = {n}: {:?}", cs.which_is_unsatisfied());
         // bellperson's test CS does not append the per-input constraints.
         assert_eq!(cs.num_constraints(), n - circuit.public_inputs().len() - 1);
     }

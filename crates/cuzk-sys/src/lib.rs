@@ -72,11 +72,7 @@ pub struct LengthMismatch {
 
 impl std::fmt::Display for LengthMismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "MSM given {} points but {} scalars",
-            self.points, self.scalars
-        )
+        write!(f, "MSM given {} points but {} scalars", self.points, self.scalars)
     }
 }
 
