@@ -37,7 +37,7 @@ impl DensityBitmap {
 
     /// Appends one cleared bit.
     pub fn push_zero(&mut self) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         self.len += 1;

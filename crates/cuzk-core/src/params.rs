@@ -187,7 +187,7 @@ impl<'a> Cursor<'a> {
     ) -> Result<Vec<P>, ParamsError> {
         let count = self.u32(&format!("{section} count"))?;
         let bytes = self.take(
-            count.checked_mul(P::BYTES).unwrap_or(usize::MAX),
+            count.saturating_mul(P::BYTES),
             &format!("{section} section ({count} points)"),
         )?;
         bytes

@@ -1,0 +1,209 @@
+//! One proof request inside the engine, from submission to final status.
+
+use crate::plan::ProofPlan;
+use crate::request::{Priority, ProofKind};
+use crate::srs::{SrsHandle, SrsManager};
+use crate::EngineError;
+use cuzk_core::{Bls12, Proof};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Final status of a job (the `cuzk.v1` AwaitProofResponse statuses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobStatus {
+    /// Proof made and verified.
+    Completed,
+    /// Something failed; see the error.
+    Failed,
+    /// Cancelled by a client or by shutdown.
+    Cancelled,
+    /// The await timed out; the job goes on.
+    Timeout,
+}
+
+/// What an await returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobResult {
+    /// The job.
+    pub job_id: String,
+    /// How it ended (or `Timeout`).
+    pub status: JobStatus,
+    /// Concatenated 192-byte proofs, in partition order, when completed.
+    pub proof: Vec<u8>,
+    /// Why it failed or was cancelled.
+    pub error: String,
+    /// Submission until its first partition was picked up.
+    pub queue_wait: Duration,
+    /// Waiting for the parameters to load.
+    pub srs_load: Duration,
+    /// Synthesis, summed over partitions.
+    pub synthesis: Duration,
+    /// Prover time (prove_start + finish), summed over partitions.
+    pub prove: Duration,
+    /// Submission until the final status.
+    pub total: Duration,
+}
+
+#[derive(Debug, Default)]
+struct Progress {
+    proofs: Vec<Option<Proof<Bls12>>>,
+    done: usize,
+    first_pick: Option<Instant>,
+    synthesis: Duration,
+    prove: Duration,
+    srs_load: Duration,
+    srs: Option<SrsHandle>,
+    srs_error: Option<String>,
+}
+
+/// A job's identity, plan and progress.
+#[derive(Debug)]
+pub(crate) struct Job {
+    pub(crate) id: String,
+    pub(crate) seq: u64,
+    pub(crate) kind: ProofKind,
+    pub(crate) priority: Priority,
+    pub(crate) plan: Box<dyn ProofPlan>,
+    pub(crate) partition_bytes: u64,
+    pub(crate) submitted: Instant,
+    progress: Mutex<Progress>,
+    /// Serialises the SRS acquisition of this job's partitions.
+    srs_lock: Mutex<()>,
+    is_final: AtomicBool,
+    result: watch::Sender<Option<JobResult>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Job {
+    pub(crate) fn new(
+        id: String,
+        seq: u64,
+        kind: ProofKind,
+        priority: Priority,
+        plan: Box<dyn ProofPlan>,
+    ) -> Self {
+        let partitions = plan.partitions();
+        Self {
+            id,
+            seq,
+            kind,
+            priority,
+            partition_bytes: plan.partition_bytes(),
+            plan,
+            submitted: Instant::now(),
+            progress: Mutex::new(Progress {
+                proofs: vec![None; partitions],
+                ..Progress::default()
+            }),
+            srs_lock: Mutex::new(()),
+            is_final: AtomicBool::new(false),
+            result: watch::channel(None).0,
+        }
+    }
+
+    pub(crate) fn is_final(&self) -> bool {
+        self.is_final.load(Ordering::SeqCst)
+    }
+
+    /// Whether any partition has been picked up.
+    pub(crate) fn is_started(&self) -> bool {
+        lock(&self.progress).first_pick.is_some()
+    }
+
+    pub(crate) fn mark_picked(&self) {
+        let mut progress = lock(&self.progress);
+        progress.first_pick.get_or_insert_with(Instant::now);
+    }
+
+    /// The job's parameters, loaded once for all its partitions.
+    pub(crate) fn srs(&self, manager: &SrsManager) -> Result<SrsHandle, EngineError> {
+        let _one_at_a_time = lock(&self.srs_lock);
+        {
+            let progress = lock(&self.progress);
+            if let Some(handle) = &progress.srs {
+                return Ok(handle.clone());
+            }
+            if let Some(error) = &progress.srs_error {
+                return Err(EngineError::Srs(error.clone()));
+            }
+        }
+        let acquired = manager.acquire(&self.plan.circuit_id());
+        let mut progress = lock(&self.progress);
+        match acquired {
+            Ok(handle) => {
+                progress.srs_load = handle.load_time;
+                if !self.is_final() {
+                    progress.srs = Some(handle.clone());
+                }
+                Ok(handle)
+            }
+            Err(e) => {
+                progress.srs_error = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) fn add_synthesis(&self, time: Duration) {
+        lock(&self.progress).synthesis += time;
+    }
+
+    /// Records partition `index`'s proof; returns all proofs once the last
+    /// one arrives.
+    pub(crate) fn record(
+        &self,
+        index: usize,
+        proof: Proof<Bls12>,
+        prove: Duration,
+    ) -> Option<Vec<Proof<Bls12>>> {
+        let mut progress = lock(&self.progress);
+        progress.prove += prove;
+        if progress.proofs[index].replace(proof).is_none() {
+            progress.done += 1;
+        }
+        (progress.done == progress.proofs.len()).then(|| progress.proofs.iter().flatten().cloned().collect())
+    }
+
+    /// Sets the final status once; later calls return false and change
+    /// nothing. Drops the job's hold on its parameters.
+    pub(crate) fn finalize(&self, status: JobStatus, proof: Vec<u8>, error: String) -> bool {
+        let mut progress = lock(&self.progress);
+        if self.is_final.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        progress.srs = None;
+        let result = JobResult {
+            job_id: self.id.clone(),
+            status,
+            proof,
+            error,
+            queue_wait: progress
+                .first_pick
+                .map(|t| t - self.submitted)
+                .unwrap_or_else(|| self.submitted.elapsed()),
+            srs_load: progress.srs_load,
+            synthesis: progress.synthesis,
+            prove: progress.prove,
+            total: self.submitted.elapsed(),
+        };
+        progress.proofs.clear();
+        drop(progress);
+        self.result.send_replace(Some(result));
+        true
+    }
+
+    /// A receiver that sees the final result.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Option<JobResult>> {
+        self.result.subscribe()
+    }
+
+    /// The final result, if there is one.
+    pub(crate) fn result(&self) -> Option<JobResult> {
+        self.result.borrow().clone()
+    }
+}

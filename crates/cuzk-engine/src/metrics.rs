@@ -1,0 +1,88 @@
+//! Prometheus metrics of the engine.
+
+use prometheus::{
+    Encoder, Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
+
+/// The engine's metrics, registered in their own registry.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    registry: Registry,
+    pub(crate) submitted: IntCounterVec,
+    pub(crate) finished: IntCounterVec,
+    pub(crate) job_seconds: HistogramVec,
+    pub(crate) phase_seconds: HistogramVec,
+    pub(crate) budget_bytes: IntGauge,
+    pub(crate) budget_used_bytes: IntGauge,
+    pub(crate) dispatch_queue: IntGauge,
+    pub(crate) prover_queue: IntGauge,
+    pub(crate) srs_resident_bytes: IntGauge,
+    pub(crate) uptime_seconds: Gauge,
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Self {
+        let registry = Registry::new_custom(Some("cuzk".into()), None).expect("static prefix");
+        let buckets = vec![
+            0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+        ];
+        let submitted =
+            IntCounterVec::new(Opts::new("jobs_submitted_total", "Jobs accepted"), &["kind"]).unwrap();
+        let finished = IntCounterVec::new(
+            Opts::new("jobs_finished_total", "Jobs that reached a final status"),
+            &["kind", "status"],
+        )
+        .unwrap();
+        let job_seconds = HistogramVec::new(
+            HistogramOpts::new("job_duration_seconds", "Submission to final status").buckets(buckets.clone()),
+            &["kind"],
+        )
+        .unwrap();
+        let phase_seconds = HistogramVec::new(
+            HistogramOpts::new("partition_phase_seconds", "Per-partition pipeline phases").buckets(buckets),
+            &["phase"],
+        )
+        .unwrap();
+        let gauge = |name: &str, help: &str| IntGauge::new(name, help).unwrap();
+        let metrics = Self {
+            submitted,
+            finished,
+            job_seconds,
+            phase_seconds,
+            budget_bytes: gauge("memory_budget_bytes", "Memory budget for partitions in flight"),
+            budget_used_bytes: gauge(
+                "memory_budget_used_bytes",
+                "Memory granted to partitions in flight",
+            ),
+            dispatch_queue: gauge("dispatch_queue_partitions", "Partitions waiting for synthesis"),
+            prover_queue: gauge(
+                "prover_queue_partitions",
+                "Synthesised partitions waiting for a prover",
+            ),
+            srs_resident_bytes: gauge("srs_resident_bytes", "Bytes of resident parameters"),
+            uptime_seconds: Gauge::new("uptime_seconds", "Seconds since the engine started").unwrap(),
+            registry,
+        };
+        let r = &metrics.registry;
+        r.register(Box::new(metrics.submitted.clone())).unwrap();
+        r.register(Box::new(metrics.finished.clone())).unwrap();
+        r.register(Box::new(metrics.job_seconds.clone())).unwrap();
+        r.register(Box::new(metrics.phase_seconds.clone())).unwrap();
+        r.register(Box::new(metrics.budget_bytes.clone())).unwrap();
+        r.register(Box::new(metrics.budget_used_bytes.clone())).unwrap();
+        r.register(Box::new(metrics.dispatch_queue.clone())).unwrap();
+        r.register(Box::new(metrics.prover_queue.clone())).unwrap();
+        r.register(Box::new(metrics.srs_resident_bytes.clone())).unwrap();
+        r.register(Box::new(metrics.uptime_seconds.clone())).unwrap();
+        metrics
+    }
+
+    /// Prometheus text exposition format.
+    pub(crate) fn render(&self) -> String {
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut out)
+            .expect("text encoding to memory cannot fail");
+        String::from_utf8(out).expect("prometheus text is UTF-8")
+    }
+}

@@ -1,0 +1,133 @@
+//! How a request becomes partitions: a [`ProofPlan`] per proof type.
+
+use crate::request::{ProofRequest, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
+use crate::EngineError;
+use cuzk_core::{synthesize, ProvingAssignment, Scalar, SyntheticCircuit};
+
+/// Everything the pipeline needs to know about one proof.
+pub trait ProofPlan: Send + Sync + std::fmt::Debug {
+    /// Key of the parameters (SRS) the partitions are proved with.
+    fn circuit_id(&self) -> String;
+    /// Number of partitions, each a separate Groth16 proof.
+    fn partitions(&self) -> usize;
+    /// Upper estimate of the host memory one partition holds from the start
+    /// of its synthesis to the end of `prove_start`.
+    fn partition_bytes(&self) -> u64;
+    /// Builds partition `index`'s proving assignment.
+    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, String>;
+    /// Public inputs of partition `index`, for verification.
+    fn public_inputs(&self, index: usize) -> Vec<Scalar>;
+}
+
+/// Largest synthetic partition served (2^27, the size of a 32 GiB PoRep
+/// partition's domain).
+pub const MAX_SYNTHETIC_CONSTRAINTS: usize = 1 << 27;
+/// Most partitions a synthetic request may ask for.
+pub const MAX_SYNTHETIC_PARTITIONS: usize = 64;
+/// Most public inputs of a synthetic partition.
+pub const MAX_SYNTHETIC_INPUTS: usize = 1024;
+
+/// Bytes one partition of `constraints` constraints and `aux` variables
+/// holds while in flight: a/b/c padded to the domain, the assignments, and
+/// the byte copies the MSMs read (plus a quarter for bookkeeping).
+pub fn partition_bytes(constraints: usize, aux: usize) -> u64 {
+    let domain = constraints.next_power_of_two() as u64;
+    let scalar = 32u64;
+    let abc = 3 * domain * scalar;
+    let witness = aux as u64 * (scalar * 2 + 1);
+    (abc + witness) * 5 / 4
+}
+
+/// Builds the plan for `request`.
+pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, EngineError> {
+    if request.registered_proof == SYNTHETIC_REGISTERED_PROOF {
+        return Ok(Box::new(SyntheticPlan::from_request(request)?));
+    }
+    Err(EngineError::Unsupported(format!(
+        "registered_proof {} ({:?}) is not served yet: only the synthetic circuit \
+         (registered_proof {SYNTHETIC_REGISTERED_PROOF}) is, until the Filecoin proof types land",
+        request.registered_proof, request.kind
+    )))
+}
+
+/// The synthetic PoRep-shaped circuit, partitioned.
+#[derive(Debug)]
+pub struct SyntheticPlan {
+    spec: SyntheticSpec,
+}
+
+impl SyntheticPlan {
+    /// Parses and checks the JSON spec in `vanilla_proof` (empty means all
+    /// defaults).
+    pub fn from_request(request: &ProofRequest) -> Result<Self, EngineError> {
+        let spec: SyntheticSpec = if request.vanilla_proof.is_empty() {
+            SyntheticSpec::default()
+        } else {
+            serde_json::from_slice(&request.vanilla_proof)
+                .map_err(|e| EngineError::InvalidArgument(format!("synthetic spec in vanilla_proof: {e}")))?
+        };
+        Self::new(spec)
+    }
+
+    /// Checks `spec`'s bounds.
+    pub fn new(spec: SyntheticSpec) -> Result<Self, EngineError> {
+        let bad = |what: String| Err(EngineError::InvalidArgument(what));
+        if spec.partitions == 0 || spec.partitions > MAX_SYNTHETIC_PARTITIONS {
+            return bad(format!(
+                "partitions must be 1..={MAX_SYNTHETIC_PARTITIONS}, got {}",
+                spec.partitions
+            ));
+        }
+        if spec.inputs > MAX_SYNTHETIC_INPUTS {
+            return bad(format!(
+                "inputs must be at most {MAX_SYNTHETIC_INPUTS}, got {}",
+                spec.inputs
+            ));
+        }
+        let min = SyntheticCircuit::min_constraints(spec.inputs);
+        if spec.constraints < min || spec.constraints > MAX_SYNTHETIC_CONSTRAINTS {
+            return bad(format!(
+                "constraints must be {min}..={MAX_SYNTHETIC_CONSTRAINTS} for {} inputs, got {}",
+                spec.inputs, spec.constraints
+            ));
+        }
+        Ok(Self { spec })
+    }
+
+    fn circuit(&self, index: usize) -> SyntheticCircuit {
+        SyntheticCircuit::new(
+            self.spec.constraints,
+            self.public_inputs(index),
+            self.spec.seed.wrapping_add(index as u64),
+        )
+        .expect("bounds checked in SyntheticPlan::new")
+    }
+}
+
+impl ProofPlan for SyntheticPlan {
+    fn circuit_id(&self) -> String {
+        self.circuit(0).circuit_id()
+    }
+
+    fn partitions(&self) -> usize {
+        self.spec.partitions
+    }
+
+    fn partition_bytes(&self) -> u64 {
+        partition_bytes(self.spec.constraints, self.spec.constraints)
+    }
+
+    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, String> {
+        let circuit = self.circuit(index);
+        synthesize(circuit.clone(), circuit.size_hint()).map_err(|e| e.to_string())
+    }
+
+    fn public_inputs(&self, index: usize) -> Vec<Scalar> {
+        // Distinct per partition and per seed, so a proof cannot verify
+        // against another partition's inputs.
+        let base = self.spec.seed.wrapping_mul(1000).wrapping_add(index as u64 * 7);
+        (0..self.spec.inputs)
+            .map(|i| Scalar::from(base.wrapping_add(i as u64)))
+            .collect()
+    }
+}

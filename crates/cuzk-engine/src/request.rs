@@ -1,0 +1,105 @@
+//! What a client asks for, in engine terms.
+
+use serde::Deserialize;
+
+/// Scheduling priority; higher runs first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Priority {
+    /// Background work.
+    Low = 1,
+    /// PoRep and SnapDeals by default.
+    Normal = 2,
+    /// WindowPoSt by default.
+    High = 3,
+    /// WinningPoSt by default (30 s deadline).
+    Critical = 4,
+}
+
+/// The proof types of the `cuzk.v1` API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProofKind {
+    /// PoRep commit phase 2.
+    PorepSealCommit,
+    /// SnapDeals empty-sector update.
+    SnapDealsUpdate,
+    /// One WindowPoSt partition.
+    WindowPostPartition,
+    /// WinningPoSt.
+    WinningPost,
+}
+
+impl ProofKind {
+    /// Priority when the request leaves it unspecified.
+    pub fn default_priority(self) -> Priority {
+        match self {
+            ProofKind::WinningPost => Priority::Critical,
+            ProofKind::WindowPostPartition => Priority::High,
+            ProofKind::PorepSealCommit | ProofKind::SnapDealsUpdate => Priority::Normal,
+        }
+    }
+
+    /// Stable lower-case name for logs and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProofKind::PorepSealCommit => "porep",
+            ProofKind::SnapDealsUpdate => "snap",
+            ProofKind::WindowPostPartition => "wpost",
+            ProofKind::WinningPost => "winning",
+        }
+    }
+
+    /// All kinds, for per-kind reporting.
+    pub const ALL: [ProofKind; 4] = [
+        ProofKind::PorepSealCommit,
+        ProofKind::SnapDealsUpdate,
+        ProofKind::WindowPostPartition,
+        ProofKind::WinningPost,
+    ];
+}
+
+/// `registered_proof` value reserved for cuzk's synthetic circuit. It lies
+/// far outside the Go ABI's RegisteredSealProof / RegisteredPoStProof values.
+pub const SYNTHETIC_REGISTERED_PROOF: u64 = 9000;
+
+/// A request as the engine receives it (the gRPC layer maps onto this).
+#[derive(Clone, Debug)]
+pub struct ProofRequest {
+    /// Idempotency key; empty means none.
+    pub request_id: String,
+    /// Proof type.
+    pub kind: ProofKind,
+    /// Go ABI registered proof, or [`SYNTHETIC_REGISTERED_PROOF`].
+    pub registered_proof: u64,
+    /// Explicit priority, or the kind's default.
+    pub priority: Option<Priority>,
+    /// PoRep C1 output; for synthetic requests a JSON [`SyntheticSpec`].
+    pub vanilla_proof: Vec<u8>,
+    /// PoSt / SnapDeals vanilla proofs.
+    pub vanilla_proofs: Vec<Vec<u8>>,
+}
+
+/// Shape of a synthetic request, from the `vanilla_proof` field as JSON,
+/// e.g. `{"constraints": 65536, "partitions": 2}`. Every field is optional.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SyntheticSpec {
+    /// Constraints per partition (R1CS total, as `SyntheticCircuit` counts).
+    pub constraints: usize,
+    /// Partitions in the proof.
+    pub partitions: usize,
+    /// Public inputs per partition.
+    pub inputs: usize,
+    /// Witness seed; partition p uses `seed + p`.
+    pub seed: u64,
+}
+
+impl Default for SyntheticSpec {
+    fn default() -> Self {
+        Self {
+            constraints: 1 << 16,
+            partitions: 1,
+            inputs: 2,
+            seed: 1,
+        }
+    }
+}

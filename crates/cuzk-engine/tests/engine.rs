@@ -1,0 +1,380 @@
+//! The engine in process: priorities, cancellation, idempotency, bad input,
+//! the memory budget and shutdown. Every completed proof is checked here
+//! again with bellperson's verifier, independently of the engine's own check.
+
+use cuzk_core::{ParameterCache, Proof, SyntheticCircuit, Verifier, PROOF_BYTES};
+use cuzk_engine::{
+    Engine, EngineConfig, EngineError, JobStatus, Priority, ProofKind, ProofRequest, SyntheticSpec,
+    SYNTHETIC_REGISTERED_PROOF,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+const SIZE: usize = 1 << 9;
+
+fn config(dir: &std::path::Path) -> EngineConfig {
+    EngineConfig {
+        param_cache: dir.to_path_buf(),
+        partition_workers: 2,
+        gpu_workers_per_device: 2,
+        ..EngineConfig::default()
+    }
+}
+
+fn request(spec: SyntheticSpec, priority: Option<Priority>) -> ProofRequest {
+    ProofRequest {
+        request_id: String::new(),
+        kind: ProofKind::PorepSealCommit,
+        registered_proof: SYNTHETIC_REGISTERED_PROOF,
+        priority,
+        vanilla_proof: serde_json::to_vec(&serde_json::json!({
+            "constraints": spec.constraints,
+            "partitions": spec.partitions,
+            "inputs": spec.inputs,
+            "seed": spec.seed,
+        }))
+        .unwrap(),
+        vanilla_proofs: Vec::new(),
+    }
+}
+
+fn spec(constraints: usize, partitions: usize, seed: u64) -> SyntheticSpec {
+    SyntheticSpec {
+        constraints,
+        partitions,
+        inputs: 2,
+        seed,
+    }
+}
+
+/// Checks a completed job's bytes with bellperson's verifier, rebuilding the
+/// public inputs the way the synthetic plan defines them.
+fn check_proof(dir: &std::path::Path, spec: &SyntheticSpec, bytes: &[u8]) {
+    assert_eq!(bytes.len(), PROOF_BYTES * spec.partitions);
+    let id = SyntheticCircuit::new(
+        spec.constraints,
+        vec![cuzk_core::Scalar::from(0u64); spec.inputs],
+        0,
+    )
+    .unwrap()
+    .circuit_id();
+    let vk = cuzk_core::params::read_vk(
+        &ParameterCache::new(dir)
+            .unwrap()
+            .params_path(&id)
+            .with_extension("vk"),
+    )
+    .unwrap();
+    let verifier = Verifier::new(&vk);
+    for (index, chunk) in bytes.chunks(PROOF_BYTES).enumerate() {
+        let proof = Proof::<cuzk_core::Bls12>::read(chunk).unwrap();
+        let base = spec.seed.wrapping_mul(1000).wrapping_add(index as u64 * 7);
+        let inputs: Vec<_> = (0..spec.inputs)
+            .map(|i| cuzk_core::Scalar::from(base + i as u64))
+            .collect();
+        assert!(verifier.verify(&proof, &inputs).unwrap(), "partition {index}");
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn mixed_priorities_all_complete_and_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Arc::new(Engine::start(config(dir.path())).unwrap());
+    let priorities = [
+        Priority::Low,
+        Priority::Normal,
+        Priority::High,
+        Priority::Critical,
+    ];
+    let mut jobs = Vec::new();
+    for i in 0..24u64 {
+        let s = spec(SIZE, 1 + (i as usize % 3), i);
+        let outcome = engine
+            .submit(request(s.clone(), Some(priorities[i as usize % 4])))
+            .unwrap();
+        jobs.push((outcome.job_id, s));
+    }
+    let rt = runtime();
+    for (id, s) in &jobs {
+        let result = rt
+            .block_on(engine.wait(id, Some(Duration::from_secs(300))))
+            .unwrap();
+        assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+        check_proof(dir.path(), s, &result.proof);
+    }
+    assert_eq!(engine.status().completed, 24);
+    let text = engine.metrics_text();
+    assert!(
+        text.contains("cuzk_jobs_finished_total{kind=\"porep\",status=\"completed\"} 24"),
+        "{text}"
+    );
+}
+
+#[test]
+fn critical_job_overtakes_queued_normal_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::start(EngineConfig {
+        partition_workers: 1,
+        gpu_workers_per_device: 1,
+        ..config(dir.path())
+    })
+    .unwrap();
+    // Warm the parameters so the ordering is not about loading.
+    let rt = runtime();
+    let warm = engine.submit(request(spec(1 << 11, 1, 99), None)).unwrap();
+    rt.block_on(engine.wait(&warm.job_id, None)).unwrap();
+
+    let normal: Vec<String> = (0..20)
+        .map(|i| engine.submit(request(spec(1 << 11, 1, i), None)).unwrap().job_id)
+        .collect();
+    let mut winning = request(spec(1 << 11, 1, 500), None);
+    winning.kind = ProofKind::WinningPost; // CRITICAL by default
+    let critical = engine.submit(winning).unwrap();
+    assert_eq!(critical.queue_position, 0, "nothing queued outranks it");
+
+    let done = rt.block_on(engine.wait(&critical.job_id, None)).unwrap();
+    assert_eq!(done.status, JobStatus::Completed);
+    let still_waiting = normal
+        .iter()
+        .filter(|id| engine.result(id).unwrap().is_none())
+        .count();
+    // At most the partitions already past the dispatcher (one synthesising,
+    // one in the hand-off, one proving) can finish first.
+    assert!(
+        still_waiting >= 17,
+        "only {still_waiting} of 20 NORMAL jobs were still waiting"
+    );
+    for id in &normal {
+        assert_eq!(
+            rt.block_on(engine.wait(id, None)).unwrap().status,
+            JobStatus::Completed
+        );
+    }
+}
+
+#[test]
+fn cancel_timeout_idempotency_and_bad_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::start(EngineConfig {
+        partition_workers: 1,
+        gpu_workers_per_device: 1,
+        ..config(dir.path())
+    })
+    .unwrap();
+    let rt = runtime();
+
+    // A long job keeps the single pipeline busy.
+    let long = engine.submit(request(spec(1 << 13, 6, 1), None)).unwrap();
+    let queued = engine.submit(request(spec(SIZE, 1, 2), None)).unwrap();
+
+    // Await with a timeout returns TIMEOUT and leaves the job running.
+    let early = rt
+        .block_on(engine.wait(&long.job_id, Some(Duration::from_millis(50))))
+        .unwrap();
+    assert_eq!(early.status, JobStatus::Timeout);
+    assert!(engine.result(&long.job_id).unwrap().is_none());
+
+    // Cancel the queued job, then the running one.
+    assert!(
+        !engine.cancel(&queued.job_id).unwrap(),
+        "queued job was not running"
+    );
+    let cancelled = rt.block_on(engine.wait(&queued.job_id, None)).unwrap();
+    assert_eq!(cancelled.status, JobStatus::Cancelled);
+    while !engine.status().queues.iter().any(|q| q.in_progress > 0) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(engine.cancel(&long.job_id).unwrap(), "long job was running");
+    assert_eq!(
+        rt.block_on(engine.wait(&long.job_id, None)).unwrap().status,
+        JobStatus::Cancelled
+    );
+    // Cancelling again changes nothing.
+    assert!(!engine.cancel(&long.job_id).unwrap());
+
+    // Idempotent resubmission.
+    let mut keyed = request(spec(SIZE, 1, 3), None);
+    keyed.request_id = "sector-42".into();
+    let first = engine.submit(keyed.clone()).unwrap();
+    let again = engine.submit(keyed).unwrap();
+    assert_eq!(first.job_id, again.job_id);
+    assert!(again.duplicate && !first.duplicate);
+    let result = rt.block_on(engine.wait(&first.job_id, None)).unwrap();
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    check_proof(dir.path(), &spec(SIZE, 1, 3), &result.proof);
+
+    // Bad requests are errors and the engine keeps serving.
+    let mut bad = request(spec(SIZE, 1, 1), None);
+    bad.vanilla_proof = b"{not json".to_vec();
+    assert!(matches!(
+        engine.submit(bad).unwrap_err(),
+        EngineError::InvalidArgument(_)
+    ));
+    let mut unknown_field = request(spec(SIZE, 1, 1), None);
+    unknown_field.vanilla_proof = br#"{"constraint": 5}"#.to_vec();
+    assert!(matches!(
+        engine.submit(unknown_field).unwrap_err(),
+        EngineError::InvalidArgument(_)
+    ));
+    for oversized in [spec(1 << 28, 1, 1), spec(SIZE, 1000, 1), spec(3, 1, 1)] {
+        assert!(matches!(
+            engine.submit(request(oversized, None)).unwrap_err(),
+            EngineError::InvalidArgument(_)
+        ));
+    }
+    let mut real = request(spec(SIZE, 1, 1), None);
+    real.registered_proof = 8; // StackedDrg32GiBV1_1: not served yet
+    assert!(matches!(
+        engine.submit(real).unwrap_err(),
+        EngineError::Unsupported(_)
+    ));
+    assert!(matches!(
+        rt.block_on(engine.wait("no-such-job", None)).unwrap_err(),
+        EngineError::NotFound(_)
+    ));
+    assert!(matches!(
+        engine.cancel("no-such-job").unwrap_err(),
+        EngineError::NotFound(_)
+    ));
+    let after = engine.submit(request(spec(SIZE, 1, 4), None)).unwrap();
+    assert_eq!(
+        rt.block_on(engine.wait(&after.job_id, None)).unwrap().status,
+        JobStatus::Completed
+    );
+}
+
+#[test]
+fn unusable_parameters_fail_the_job_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spec(SIZE, 3, 1);
+    let id = SyntheticCircuit::new(SIZE, vec![cuzk_core::Scalar::from(0u64); 2], 0)
+        .unwrap()
+        .circuit_id();
+    std::fs::write(dir.path().join(format!("{id}.params")), b"not a parameter file").unwrap();
+    let engine = Engine::start(config(dir.path())).unwrap();
+    let rt = runtime();
+    let job = engine.submit(request(s, None)).unwrap();
+    let result = rt.block_on(engine.wait(&job.job_id, None)).unwrap();
+    assert_eq!(result.status, JobStatus::Failed);
+    assert!(
+        result.error.contains("truncated") && result.error.contains(&id),
+        "{}",
+        result.error
+    );
+    assert_eq!(engine.status().failed, 1);
+    // Other circuits still work.
+    let ok = engine.submit(request(spec(SIZE + 1, 1, 1), None)).unwrap();
+    assert_eq!(
+        rt.block_on(engine.wait(&ok.job_id, None)).unwrap().status,
+        JobStatus::Completed
+    );
+}
+
+#[test]
+fn memory_budget_bounds_partitions_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let per_partition = cuzk_engine::plan::partition_bytes(1 << 12, 1 << 12);
+    let engine = Arc::new(
+        Engine::start(EngineConfig {
+            partition_workers: 4,
+            gpu_workers_per_device: 2,
+            max_gpu_queue_depth: 4,
+            memory_budget: per_partition * 2,
+            ..config(dir.path())
+        })
+        .unwrap(),
+    );
+    let jobs: Vec<String> = (0..6)
+        .map(|i| engine.submit(request(spec(1 << 12, 2, i), None)).unwrap().job_id)
+        .collect();
+    let watcher = {
+        let engine = Arc::clone(&engine);
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while engine.status().completed < 6 {
+                let status = engine.status();
+                assert!(
+                    status.memory_used <= status.memory_budget,
+                    "{} > {}",
+                    status.memory_used,
+                    status.memory_budget
+                );
+                peak = peak.max(status.memory_used);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            peak
+        })
+    };
+    let rt = runtime();
+    for id in &jobs {
+        assert_eq!(
+            rt.block_on(engine.wait(id, None)).unwrap().status,
+            JobStatus::Completed
+        );
+    }
+    let peak = watcher.join().unwrap();
+    assert!(peak > 0 && peak <= per_partition * 2);
+    assert_eq!(engine.status().memory_used, 0, "every permit returned");
+}
+
+#[test]
+fn srs_manager_loads_once_and_reports_tiers() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::start(config(dir.path())).unwrap();
+    let id = SyntheticCircuit::new(SIZE, vec![cuzk_core::Scalar::from(0u64); 2], 0)
+        .unwrap()
+        .circuit_id();
+    let (already, _) = engine.preload_srs(&id).unwrap();
+    assert!(!already);
+    let (already, _) = engine.preload_srs(&id).unwrap();
+    assert!(already);
+    let status = engine.status().srs;
+    assert_eq!(status.len(), 1);
+    assert_eq!(status[0].tier, cuzk_engine::Tier::Warm);
+    assert!(status[0].size_bytes > 0);
+    assert!(engine.preload_srs("no-such-circuit").is_err());
+    let (was_loaded, freed) = engine.evict_srs(&id);
+    assert!(was_loaded && freed > 0);
+    assert_eq!(engine.evict_srs(&id), (false, 0));
+    let cold = engine
+        .status()
+        .srs
+        .into_iter()
+        .find(|s| s.circuit_id == id)
+        .unwrap();
+    assert_eq!(cold.tier, cuzk_engine::Tier::Cold);
+}
+
+#[test]
+fn shutdown_gives_every_job_a_final_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::start(EngineConfig {
+        partition_workers: 1,
+        gpu_workers_per_device: 1,
+        ..config(dir.path())
+    })
+    .unwrap();
+    let jobs: Vec<String> = (0..8)
+        .map(|i| engine.submit(request(spec(1 << 12, 2, i), None)).unwrap().job_id)
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    engine.shutdown(Duration::from_millis(100));
+    assert!(matches!(
+        engine.submit(request(spec(SIZE, 1, 1), None)).unwrap_err(),
+        EngineError::ShuttingDown
+    ));
+    for id in &jobs {
+        let result = engine.result(id).unwrap().expect("final status");
+        assert!(
+            matches!(result.status, JobStatus::Completed | JobStatus::Cancelled),
+            "{result:?}"
+        );
+    }
+}
