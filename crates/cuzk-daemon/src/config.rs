@@ -1,0 +1,312 @@
+//! The daemon's TOML configuration. Every key is optional; `cuzk.example.toml`
+//! at the repository root lists them all with their defaults and meaning.
+
+use anyhow::{bail, Context};
+use cuzk_engine::EngineConfig;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The whole file.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// `[daemon]`
+    pub daemon: DaemonSection,
+    /// `[srs]`
+    pub srs: SrsSection,
+    /// `[synthesis]`
+    pub synthesis: SynthesisSection,
+    /// `[gpus]`
+    pub gpus: GpusSection,
+    /// `[memory]`
+    pub memory: MemorySection,
+    /// `[pipeline]`
+    pub pipeline: PipelineSection,
+    /// `[logging]`
+    pub logging: LoggingSection,
+}
+
+/// `[daemon]`
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonSection {
+    /// gRPC address: `host:port` or `unix:///path`.
+    pub listen: String,
+    /// Optional HTTP address for `/metrics` and `/status`.
+    pub status_listen: Option<String>,
+    /// Seconds jobs in flight get to finish at SIGINT/SIGTERM before the rest are cancelled.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for DaemonSection {
+    fn default() -> Self {
+        Self {
+            listen: "0.0.0.0:9820".into(),
+            status_listen: None,
+            shutdown_grace_secs: 30,
+        }
+    }
+}
+
+/// `[srs]`
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SrsSection {
+    /// Parameter directory (default: `$CUZK_PARAM_CACHE` or `~/.cache/cuzk/params`).
+    pub param_cache: Option<PathBuf>,
+    /// Circuit ids loaded at start.
+    pub preload: Vec<String>,
+    /// Resident parameter bytes above which idle ones are evicted ("0" = no limit).
+    pub memory_limit: Option<ByteSize>,
+}
+
+/// `[synthesis]`
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SynthesisSection {
+    /// Synthesis worker threads.
+    pub partition_workers: usize,
+}
+
+impl Default for SynthesisSection {
+    fn default() -> Self {
+        Self { partition_workers: 2 }
+    }
+}
+
+/// `[gpus]`
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GpusSection {
+    /// GPU ordinals to use (empty = all). Ignored by the CPU backend.
+    pub devices: Vec<u32>,
+    /// Prover workers per device.
+    pub gpu_workers_per_device: usize,
+    /// Threads for CPU-side prover work (0 = all cores).
+    pub gpu_threads: usize,
+}
+
+impl Default for GpusSection {
+    fn default() -> Self {
+        Self {
+            devices: Vec::new(),
+            gpu_workers_per_device: 2,
+            gpu_threads: 0,
+        }
+    }
+}
+
+/// `[memory]`
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemorySection {
+    /// Bytes for partitions in flight: "auto" (machine memory minus the
+    /// margin) or a size such as "64GiB".
+    pub total_budget: ByteSize,
+    /// Kept free when the budget is "auto".
+    pub safety_margin: ByteSize,
+}
+
+impl Default for MemorySection {
+    fn default() -> Self {
+        Self {
+            total_budget: ByteSize::Auto,
+            safety_margin: ByteSize::Bytes(4 << 30),
+        }
+    }
+}
+
+/// `[pipeline]`
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineSection {
+    /// Synthesised partitions that may wait for a prover.
+    pub max_gpu_queue_depth: usize,
+    /// Seconds finished results are kept for AwaitProof.
+    pub result_ttl_secs: u64,
+    /// Finished results kept at most.
+    pub result_capacity: usize,
+}
+
+impl Default for PipelineSection {
+    fn default() -> Self {
+        Self {
+            max_gpu_queue_depth: 1,
+            result_ttl_secs: 600,
+            result_capacity: 10_000,
+        }
+    }
+}
+
+/// `[logging]`
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoggingSection {
+    /// tracing filter: `info`, `debug`, `cuzk_engine=debug,info`, ...
+    pub level: String,
+}
+
+impl Default for LoggingSection {
+    fn default() -> Self {
+        Self { level: "info".into() }
+    }
+}
+
+/// A byte count written as a number, `"auto"`, or a string with a unit
+/// (`B`, `KiB`, `MiB`, `GiB`, `TiB`, or the decimal `KB`, `MB`, `GB`, `TB`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ByteSize {
+    /// Derived from the machine.
+    Auto,
+    /// Exactly this many bytes.
+    Bytes(u64),
+}
+
+impl ByteSize {
+    /// Parses the string forms.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("auto") {
+            return Ok(ByteSize::Auto);
+        }
+        let split = text
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let number: f64 = number.parse().map_err(|_| format!("not a size: {text:?}"))?;
+        let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "kib" => 1 << 10,
+            "mib" => 1 << 20,
+            "gib" => 1 << 30,
+            "tib" => 1 << 40,
+            "kb" => 1_000,
+            "mb" => 1_000_000,
+            "gb" => 1_000_000_000,
+            "tb" => 1_000_000_000_000,
+            other => return Err(format!("unknown size unit {other:?} in {text:?}")),
+        };
+        Ok(ByteSize::Bytes((number * multiplier as f64) as u64))
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Number(n) => Ok(ByteSize::Bytes(n)),
+            Raw::Text(t) => ByteSize::parse(&t).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Total physical memory, from /proc/meminfo.
+pub fn machine_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+impl Config {
+    /// Reads and checks a TOML file.
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+        let config: Config =
+            toml::from_str(&text).with_context(|| format!("parsing config {}", path.display()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Rejects values the engine cannot run with.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.synthesis.partition_workers == 0 {
+            bail!("[synthesis] partition_workers must be at least 1");
+        }
+        if self.gpus.gpu_workers_per_device == 0 {
+            bail!("[gpus] gpu_workers_per_device must be at least 1");
+        }
+        if self.pipeline.max_gpu_queue_depth == 0 {
+            bail!("[pipeline] max_gpu_queue_depth must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// The memory budget in bytes.
+    pub fn memory_budget(&self) -> anyhow::Result<u64> {
+        match self.memory.total_budget {
+            ByteSize::Bytes(n) if n > 0 => Ok(n),
+            ByteSize::Bytes(_) => bail!("[memory] total_budget must be positive"),
+            ByteSize::Auto => {
+                let total =
+                    machine_memory().context("cannot read /proc/meminfo for total_budget = \"auto\"")?;
+                let margin = match self.memory.safety_margin {
+                    ByteSize::Bytes(n) => n,
+                    ByteSize::Auto => total / 10,
+                };
+                Ok(total.saturating_sub(margin).max(1 << 30))
+            }
+        }
+    }
+
+    /// The engine's settings.
+    pub fn engine_config(&self) -> anyhow::Result<EngineConfig> {
+        Ok(EngineConfig {
+            param_cache: self
+                .srs
+                .param_cache
+                .clone()
+                .unwrap_or_else(cuzk_core::ParameterCache::default_dir),
+            srs_memory_limit: match self.srs.memory_limit {
+                Some(ByteSize::Bytes(n)) => n,
+                _ => 0,
+            },
+            preload: self.srs.preload.clone(),
+            partition_workers: self.synthesis.partition_workers,
+            gpu_workers_per_device: self.gpus.gpu_workers_per_device,
+            max_gpu_queue_depth: self.pipeline.max_gpu_queue_depth,
+            memory_budget: self.memory_budget()?,
+            result_ttl: Duration::from_secs(self.pipeline.result_ttl_secs),
+            result_capacity: self.pipeline.result_capacity,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(ByteSize::parse("auto"), Ok(ByteSize::Auto));
+        assert_eq!(ByteSize::parse("64GiB"), Ok(ByteSize::Bytes(64 << 30)));
+        assert_eq!(ByteSize::parse("1.5 GiB"), Ok(ByteSize::Bytes(3 << 29)));
+        assert_eq!(ByteSize::parse("100"), Ok(ByteSize::Bytes(100)));
+        assert!(ByteSize::parse("12 parsecs").is_err());
+    }
+
+    #[test]
+    fn example_config_parses_to_the_defaults() {
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../cuzk.example.toml")).unwrap();
+        let parsed: Config = toml::from_str(&text).unwrap();
+        let mut expected = Config::default();
+        expected.srs.preload = Vec::new();
+        assert_eq!(parsed, expected, "the example documents the defaults");
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_rejected() {
+        assert!(toml::from_str::<Config>("[daemon]\nlisen = \"x\"").is_err());
+        assert!(toml::from_str::<Config>("[memory]\ntotal_budget = \"lots\"").is_err());
+        let zero: Config = toml::from_str("[synthesis]\npartition_workers = 0").unwrap();
+        assert!(zero.validate().is_err());
+    }
+}

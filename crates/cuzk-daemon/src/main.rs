@@ -1,0 +1,72 @@
+//! `cuzk-daemon`: the proving daemon.
+
+use anyhow::Context;
+use clap::Parser;
+use cuzk_daemon::config::Config;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "cuzk-daemon",
+    version,
+    about = "cuzk Groth16 proving daemon (gRPC cuzk.v1)"
+)]
+struct Cli {
+    /// TOML configuration (see cuzk.example.toml); built-in defaults without it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// gRPC address, overriding [daemon] listen: host:port or unix:///path.
+    #[arg(long)]
+    listen: Option<String>,
+    /// HTTP /metrics and /status address, overriding [daemon] status_listen.
+    #[arg(long)]
+    status_listen: Option<String>,
+    /// Log filter, overriding [logging] level (e.g. info, debug).
+    #[arg(long)]
+    log_level: Option<String>,
+    /// Parameter directory, overriding [srs] param_cache.
+    #[arg(long)]
+    param_cache: Option<PathBuf>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let mut config = match &cli.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    if let Some(listen) = cli.listen {
+        config.daemon.listen = listen;
+    }
+    if let Some(addr) = cli.status_listen {
+        config.daemon.status_listen = Some(addr);
+    }
+    if let Some(level) = cli.log_level {
+        config.logging.level = level;
+    }
+    if let Some(dir) = cli.param_cache {
+        config.srs.param_cache = Some(dir);
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_new(&config.logging.level)
+                .with_context(|| format!("invalid log level {:?}", config.logging.level))?,
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    if config.gpus.gpu_threads > 0 {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(config.gpus.gpu_threads)
+            .build_global()
+            .context("configuring prover threads")?;
+    }
+    match &cli.config {
+        Some(path) => tracing::info!(config = %path.display(), "configuration loaded"),
+        None => tracing::info!("no --config: built-in defaults"),
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(cuzk_daemon::server::serve(config))
+}

@@ -1,0 +1,9 @@
+//! Compiles the cuzk.v1 proto with protox (pure Rust), so building needs no
+//! protoc on the machine.
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let proto = "proto/cuzk/v1/proving.proto";
+    println!("cargo:rerun-if-changed={proto}");
+    let descriptors = protox::compile([proto], ["proto"])?;
+    tonic_prost_build::configure().compile_fds(descriptors)?;
+    Ok(())
+}
