@@ -1,14 +1,17 @@
-//! `cuzk-bench batch`: the seed's batch benchmark, in process for now.
+//! `cuzk-bench batch` and `single`: proofs through the engine (a daemon or
+//! an embedded one), each result checked, in the seed's report format.
 
+use crate::client::{Client, Outcome, Submission, Target};
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use cuzk_core::{
-    finish, prove_start, synthesize, CacheOutcome, ParameterCache, ProveTimings, ProvingParameters,
-    Randomness, Scalar, SyntheticCircuit, Verifier,
-};
-use std::path::PathBuf;
+use cuzk_core::{Proof, Verifier, PROOF_BYTES};
+use cuzk_engine::plan::{ProofPlan, SyntheticPlan};
+use cuzk_engine::{SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
+use cuzk_proto::v1 as pb;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Proof types the bench can drive.
@@ -18,226 +21,372 @@ pub enum ProofType {
     Synthetic,
 }
 
-#[derive(Args, Debug)]
-pub struct BatchArgs {
-    /// Run the prover in this process (the daemon arrives with issue 3).
-    #[arg(long)]
-    embedded: bool,
+/// Wire priority names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PriorityArg {
+    Low,
+    Normal,
+    High,
+    Critical,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ProofArgs {
+    #[command(flatten)]
+    pub target: Target,
     /// What to prove.
     #[arg(long = "type", value_enum, default_value_t = ProofType::Synthetic)]
-    proof_type: ProofType,
-    /// Circuit size as a power of two (total constraints = 2^K).
+    pub proof_type: ProofType,
+    /// Partition size as a power of two (2^K constraints).
     #[arg(long, default_value_t = 16)]
-    log2: u32,
-    /// Exact constraint count, overriding --log2 (non-powers of two welcome).
+    pub log2: u32,
+    /// Exact constraints per partition, overriding --log2 (non-powers of two welcome).
     #[arg(long)]
-    constraints: Option<usize>,
-    /// Public inputs of the synthetic circuit.
+    pub constraints: Option<usize>,
+    /// Partitions per proof.
+    #[arg(long, default_value_t = 1)]
+    pub partitions: usize,
+    /// Public inputs per partition.
     #[arg(long, default_value_t = 2)]
-    inputs: usize,
+    pub inputs: usize,
+    /// Priority (default: the proof kind's).
+    #[arg(long, value_enum)]
+    pub priority: Option<PriorityArg>,
+}
+
+#[derive(Args, Debug)]
+pub struct BatchArgs {
+    #[command(flatten)]
+    pub proof: ProofArgs,
     /// Number of proofs.
     #[arg(long, default_value_t = 1)]
-    count: usize,
+    pub count: usize,
     /// Proofs in flight at once.
     #[arg(long, default_value_t = 1)]
-    concurrency: usize,
-    /// Parameter cache directory (default: $CUZK_PARAM_CACHE or ~/.cache/cuzk/params).
-    #[arg(long)]
-    param_cache: Option<PathBuf>,
+    pub concurrency: usize,
 }
 
-/// What happened to one proof.
-struct JobReport {
+impl ProofArgs {
+    fn spec(&self, seed: u64) -> anyhow::Result<SyntheticSpec> {
+        if self.log2 > 27 {
+            bail!("--log2 {} is above 27, the largest partition served", self.log2);
+        }
+        Ok(SyntheticSpec {
+            constraints: self.constraints.unwrap_or(1usize << self.log2),
+            partitions: self.partitions,
+            inputs: self.inputs,
+            seed,
+        })
+    }
+
+    fn submission(&self, seed: u64) -> anyhow::Result<(Submission, SyntheticPlan)> {
+        let spec = self.spec(seed)?;
+        let plan = SyntheticPlan::new(spec.clone())?;
+        let priority = match self.priority {
+            None => pb::Priority::Unspecified,
+            Some(PriorityArg::Low) => pb::Priority::Low,
+            Some(PriorityArg::Normal) => pb::Priority::Normal,
+            Some(PriorityArg::High) => pb::Priority::High,
+            Some(PriorityArg::Critical) => pb::Priority::Critical,
+        };
+        let body = serde_json::json!({
+            "constraints": spec.constraints,
+            "partitions": spec.partitions,
+            "inputs": spec.inputs,
+            "seed": spec.seed,
+        });
+        let submission = Submission {
+            request_id: String::new(),
+            kind: pb::ProofKind::PorepSealCommit,
+            registered_proof: SYNTHETIC_REGISTERED_PROOF,
+            priority,
+            vanilla_proof: serde_json::to_vec(&body)?,
+        };
+        Ok((submission, plan))
+    }
+}
+
+/// Checks a returned proof with bellperson's verifier against the `.vk`
+/// in the local parameter directory; `None` when there is no such file
+/// (a daemon on another machine), in which case only the daemon's own
+/// verification stands behind the proof.
+fn verify_locally(
+    verifier: Option<&Verifier>,
+    plan: &SyntheticPlan,
+    bytes: &[u8],
+) -> anyhow::Result<Option<bool>> {
+    let Some(verifier) = verifier else {
+        return Ok(None);
+    };
+    if bytes.len() != PROOF_BYTES * plan.partitions() {
+        return Ok(Some(false));
+    }
+    for (index, chunk) in bytes.chunks(PROOF_BYTES).enumerate() {
+        let proof = Proof::<cuzk_core::Bls12>::read(chunk)?;
+        if !verifier
+            .verify(&proof, &plan.public_inputs(index))
+            .map_err(anyhow::Error::msg)?
+        {
+            return Ok(Some(false));
+        }
+    }
+    Ok(Some(true))
+}
+
+fn local_verifier(target: &Target, plan: &SyntheticPlan) -> Option<Verifier> {
+    let path = target.param_cache().join(format!("{}.vk", plan.circuit_id()));
+    cuzk_core::params::read_vk(&path)
+        .ok()
+        .map(|vk| Verifier::new(&vk))
+}
+
+struct Report {
     index: usize,
     wall: Duration,
-    queue: Duration,
-    synthesis: Duration,
-    prove: Duration,
-    timings: ProveTimings,
-    outcome: Result<(), String>,
+    outcome: anyhow::Result<Outcome>,
+    verified: Option<bool>,
 }
 
-pub fn run(args: BatchArgs) -> anyhow::Result<()> {
-    if !args.embedded {
-        bail!("only --embedded is available until the daemon exists; run with --embedded");
+fn status_name(outcome: &Outcome) -> &'static str {
+    match pb::await_proof_response::Status::try_from(outcome.status) {
+        Ok(pb::await_proof_response::Status::Completed) => "COMPLETED",
+        Ok(pb::await_proof_response::Status::Failed) => "FAILED",
+        Ok(pb::await_proof_response::Status::Cancelled) => "CANCELLED",
+        Ok(pb::await_proof_response::Status::Timeout) => "TIMEOUT",
+        _ => "UNKNOWN",
     }
+}
+
+fn is_good(report: &Report) -> bool {
+    matches!(&report.outcome, Ok(o) if status_name(o) == "COMPLETED") && report.verified != Some(false)
+}
+
+async fn prove_one(client: &Client, args: &ProofArgs, index: usize) -> Report {
+    let started = Instant::now();
+    let mut verified = None;
+    let outcome = async {
+        let (submission, plan) = args.submission(index as u64 + 1)?;
+        let (job_id, _) = client.submit(&submission).await?;
+        let outcome = client.wait(&job_id, None).await?;
+        if status_name(&outcome) == "COMPLETED" {
+            let verifier = local_verifier(&args.target, &plan);
+            verified = verify_locally(verifier.as_ref(), &plan, &outcome.proof)?;
+        }
+        Ok(outcome)
+    }
+    .await;
+    Report {
+        index,
+        wall: started.elapsed(),
+        outcome,
+        verified,
+    }
+}
+
+fn job_line(report: &Report, finished: usize, count: usize) -> String {
+    match &report.outcome {
+        Ok(o) => {
+            let mut status = status_name(o).to_string();
+            if report.verified == Some(false) {
+                status = "FAILED VERIFICATION".into();
+            }
+            let mut line = format!(
+                "  [{finished}/{count}] {status} — {:.1}s (prove={} ms, queue={} ms)",
+                report.wall.as_secs_f64(),
+                o.synthesis_ms + o.gpu_compute_ms,
+                o.queue_wait_ms
+            );
+            if !o.error_message.is_empty() {
+                line.push_str(&format!(": {}", o.error_message));
+            }
+            line
+        }
+        Err(e) => format!(
+            "  [{finished}/{count}] FAILED — {:.1}s: {e:#}",
+            report.wall.as_secs_f64()
+        ),
+    }
+}
+
+pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
     if args.count == 0 || args.concurrency == 0 {
         bail!("--count and --concurrency must be at least 1");
     }
-    if args.log2 > 30 {
-        bail!("--log2 {} is beyond what the CPU prover can hold", args.log2);
-    }
-    let constraints = args.constraints.unwrap_or(1usize << args.log2);
-    let inputs: Vec<Scalar> = (0..args.inputs).map(|i| Scalar::from(i as u64 + 1)).collect();
-    let template = SyntheticCircuit::new(constraints, inputs.clone(), 0).map_err(anyhow::Error::msg)?;
-
-    let cache_dir = args
-        .param_cache
-        .clone()
-        .unwrap_or_else(ParameterCache::default_dir);
-    let cache = ParameterCache::new(&cache_dir)?;
-    let id = template.circuit_id();
-    let (params, outcome) = cache
-        .load_or_generate(&id, || template.clone())
-        .with_context(|| format!("parameters for {id}"))?;
-    let path = cache.params_path(&id);
-    match outcome {
-        CacheOutcome::Generated(t) => println!(
-            "parameters:  generated in {:.1}s -> {}",
-            t.as_secs_f64(),
-            path.display()
-        ),
-        CacheOutcome::Loaded(t) => println!(
-            "parameters:  loaded in {:.1}s from {}",
-            t.as_secs_f64(),
-            path.display()
-        ),
-    }
-    let params = Arc::new(params);
-    let verifier = Arc::new(Verifier::new(&params.vk));
+    let proof = args.proof.clone();
+    let (_, plan) = proof.submission(0)?;
+    let client = Client::connect(&proof.target).await?;
+    // Load (or generate) the parameters before the clock starts, as a daemon
+    // with preloaded parameters would have them.
+    let loaded = Instant::now();
+    let (already, _) = client
+        .preload(&plan.circuit_id())
+        .await
+        .context("loading parameters")?;
+    println!(
+        "parameters:  {} {} ({:.1}s)",
+        plan.circuit_id(),
+        if already {
+            "already resident"
+        } else {
+            "loaded or generated"
+        },
+        loaded.elapsed().as_secs_f64()
+    );
 
     println!("=== Batch Benchmark ===");
+    println!("proof type:  synthetic");
     println!(
-        "proof type:  {}",
-        args.proof_type
-            .to_possible_value()
-            .map(|v| v.get_name().to_string())
-            .unwrap_or_default()
+        "constraints: {} x {} partition(s)",
+        plan.partition_constraints(),
+        plan.partitions()
     );
-    println!("constraints: {constraints}");
     println!("count:       {}", args.count);
     println!("concurrency: {}", args.concurrency);
     println!();
 
+    let progress = if std::io::stdout().is_terminal() {
+        let bar = ProgressBar::new(args.count as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} proofs, {elapsed}").expect("static template"),
+        );
+        Some(bar)
+    } else {
+        None
+    };
     let started = Instant::now();
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let reports = Mutex::new(Vec::with_capacity(args.count));
-    std::thread::scope(|scope| {
-        for _ in 0..args.concurrency.min(args.count) {
-            scope.spawn(|| loop {
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..args.concurrency.min(args.count) {
+        let (client, proof, next, done, progress) = (
+            client.clone(),
+            proof.clone(),
+            next.clone(),
+            done.clone(),
+            progress.clone(),
+        );
+        let count = args.count;
+        tasks.push(tokio::spawn(async move {
+            let mut reports = Vec::new();
+            loop {
                 let index = next.fetch_add(1, Ordering::SeqCst);
-                if index >= args.count {
+                if index >= count {
                     break;
                 }
-                // Every job is submitted at the start; time before a slot
-                // picks it up is queue time.
-                let queue = started.elapsed();
-                let report = run_job(index, constraints, &inputs, &params, &verifier, queue);
+                let report = prove_one(&client, &proof, index).await;
                 let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
-                print_job(&report, finished, args.count);
-                reports.lock().unwrap().push(report);
-            });
-        }
-    });
+                let line = job_line(&report, finished, count);
+                match &progress {
+                    Some(bar) => {
+                        bar.println(line);
+                        bar.inc(1);
+                    }
+                    None => println!("{line}"),
+                }
+                reports.push(report);
+            }
+            reports
+        }));
+    }
+    let mut reports = Vec::new();
+    for task in tasks {
+        reports.extend(task.await?);
+    }
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
     let total = started.elapsed();
-    let mut reports = reports.into_inner().unwrap();
     reports.sort_by_key(|r| r.index);
-    print_summary(&reports, total);
-    let failed = reports.iter().filter(|r| r.outcome.is_err()).count();
+    summarize(&reports, total, &proof.target);
+    let failed = reports.iter().filter(|r| !is_good(r)).count();
     if failed > 0 {
         bail!("{failed} of {} proofs failed", reports.len());
     }
     Ok(())
 }
 
-fn run_job(
-    index: usize,
-    constraints: usize,
-    inputs: &[Scalar],
-    params: &Arc<ProvingParameters>,
-    verifier: &Verifier,
-    queue: Duration,
-) -> JobReport {
-    let job_started = Instant::now();
-    let mut report = JobReport {
-        index,
-        wall: Duration::ZERO,
-        queue,
-        synthesis: Duration::ZERO,
-        prove: Duration::ZERO,
-        timings: ProveTimings::default(),
-        outcome: Ok(()),
-    };
-    report.outcome = (|| -> anyhow::Result<()> {
-        let circuit = SyntheticCircuit::new(constraints, inputs.to_vec(), index as u64 + 1)
-            .map_err(anyhow::Error::msg)?;
-        let t = Instant::now();
-        let assignment = synthesize(circuit.clone(), circuit.size_hint())?;
-        report.synthesis = t.elapsed();
-        let t = Instant::now();
-        let pending = prove_start(assignment, params, Randomness::Secure)?;
-        let (proof, timings) = finish(pending)?;
-        report.prove = t.elapsed();
-        report.timings = timings;
-        if !verifier
-            .verify(&proof, circuit.public_inputs())
-            .map_err(anyhow::Error::msg)?
-        {
-            bail!("proof failed verification");
-        }
-        Ok(())
-    })()
-    .map_err(|e| format!("{e:#}"));
-    report.wall = queue + job_started.elapsed();
-    report
-}
-
-fn print_job(report: &JobReport, finished: usize, count: usize) {
-    let status = match &report.outcome {
-        Ok(()) => "COMPLETED".to_string(),
-        Err(e) => format!("FAILED ({e})"),
-    };
-    println!(
-        "  [{finished}/{count}] {status} — {:.1}s (prove={} ms, queue={} ms)",
-        report.wall.as_secs_f64(),
-        (report.synthesis + report.prove).as_millis(),
-        report.queue.as_millis()
-    );
-}
-
-fn stats(values: impl Iterator<Item = Duration>) -> (f64, f64, f64) {
-    let v: Vec<f64> = values.map(|d| d.as_secs_f64()).collect();
-    if v.is_empty() {
+fn stats(values: &[f64]) -> (f64, f64, f64) {
+    if values.is_empty() {
         return (0.0, 0.0, 0.0);
     }
-    let avg = v.iter().sum::<f64>() / v.len() as f64;
-    let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
-    let max = v.iter().cloned().fold(0.0, f64::max);
+    let avg = values.iter().sum::<f64>() / values.len() as f64;
+    let min = values.iter().cloned().fold(f64::INFINITY, f64::min);
+    let max = values.iter().cloned().fold(0.0, f64::max);
     (avg, min, max)
 }
 
-fn print_summary(reports: &[JobReport], total: Duration) {
-    let completed: Vec<&JobReport> = reports.iter().filter(|r| r.outcome.is_ok()).collect();
-    let (wall_avg, wall_min, wall_max) = stats(completed.iter().map(|r| r.wall));
-    let (prove_avg, prove_min, prove_max) = stats(completed.iter().map(|r| r.synthesis + r.prove));
-    let per_proof = total.as_secs_f64() / completed.len().max(1) as f64;
+fn summarize(reports: &[Report], total: Duration, target: &Target) {
+    let good: Vec<&Report> = reports.iter().filter(|r| is_good(r)).collect();
+    let outcomes: Vec<&Outcome> = good.iter().filter_map(|r| r.outcome.as_ref().ok()).collect();
+    let walls: Vec<f64> = good.iter().map(|r| r.wall.as_secs_f64()).collect();
+    let proves: Vec<f64> = outcomes
+        .iter()
+        .map(|o| (o.synthesis_ms + o.gpu_compute_ms) as f64 / 1e3)
+        .collect();
+    let (wall_avg, wall_min, wall_max) = stats(&walls);
+    let (prove_avg, prove_min, prove_max) = stats(&proves);
+    let per_proof = total.as_secs_f64() / good.len().max(1) as f64;
+    let locally = good.iter().filter(|r| r.verified == Some(true)).count();
     println!();
     println!("=== Batch Summary ===");
     println!("total time:    {:.1}s", total.as_secs_f64());
-    println!("completed:     {}", completed.len());
-    println!("failed:        {}", reports.len() - completed.len());
+    println!("completed:     {}", good.len());
+    println!("failed:        {}", reports.len() - good.len());
     println!("wall time:     avg={wall_avg:.1}s min={wall_min:.1}s max={wall_max:.1}s");
     println!("prove time:    avg={prove_avg:.1}s min={prove_min:.1}s max={prove_max:.1}s");
     println!(
         "throughput:    {:.3} proofs/min ({per_proof:.2}s/proof)",
-        60.0 * completed.len() as f64 / total.as_secs_f64()
+        60.0 * good.len() as f64 / total.as_secs_f64()
     );
-    println!("verified:      {}", completed.len());
-    let ms = |f: &dyn Fn(&JobReport) -> Duration| {
-        completed.iter().map(|r| f(r).as_secs_f64()).sum::<f64>() * 1e3 / completed.len().max(1) as f64
+    if locally == good.len() {
+        println!("verified:      {locally}");
+    } else {
+        println!(
+            "verified:      {locally} here ({} verified by the daemon only: no .vk in {})",
+            good.len() - locally,
+            target.param_cache().display()
+        );
+    }
+    let avg = |f: &dyn Fn(&Outcome) -> u64| {
+        outcomes.iter().map(|o| f(o) as f64).sum::<f64>() / outcomes.len().max(1) as f64
     };
     println!(
-        "phases (avg ms): synthesis={:.0} prepare={:.0} h_fft={:.0} h_msm={:.0} l_msm={:.0} a_msm={:.0} b_g1_msm={:.0} b_g2_msm={:.0} g2_wait={:.0} epilogue={:.1}",
-        ms(&|r| r.synthesis),
-        ms(&|r| r.timings.prepare),
-        ms(&|r| r.timings.h_fft),
-        ms(&|r| r.timings.h_msm),
-        ms(&|r| r.timings.l_msm),
-        ms(&|r| r.timings.a_msm),
-        ms(&|r| r.timings.b_g1_msm),
-        ms(&|r| r.timings.b_g2_msm),
-        ms(&|r| r.timings.g2_wait),
-        ms(&|r| r.timings.epilogue),
+        "phases (avg ms): queue={:.0} srs_load={:.0} synthesis={:.0} prove={:.0} total={:.0}",
+        avg(&|o| o.queue_wait_ms),
+        avg(&|o| o.srs_load_ms),
+        avg(&|o| o.synthesis_ms),
+        avg(&|o| o.gpu_compute_ms),
+        avg(&|o| o.total_ms),
     );
+}
+
+/// `cuzk-bench single`: one proof, with its details.
+pub async fn single(args: ProofArgs) -> anyhow::Result<()> {
+    let client = Client::connect(&args.target).await?;
+    let report = prove_one(&client, &args, 0).await;
+    let outcome = report.outcome.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    println!("job:        {}", outcome.job_id);
+    println!("status:     {}", status_name(outcome));
+    if !outcome.error_message.is_empty() {
+        println!("error:      {}", outcome.error_message);
+    }
+    println!("proof:      {} bytes", outcome.proof.len());
+    println!(
+        "timings:    queue={} ms srs_load={} ms synthesis={} ms prove={} ms total={} ms",
+        outcome.queue_wait_ms,
+        outcome.srs_load_ms,
+        outcome.synthesis_ms,
+        outcome.gpu_compute_ms,
+        outcome.total_ms
+    );
+    println!("wall:       {:.3}s", report.wall.as_secs_f64());
+    match report.verified {
+        Some(true) => println!("verified:   yes (bellperson verifier, local .vk)"),
+        Some(false) => println!("verified:   NO"),
+        None => println!("verified:   by the daemon (no local .vk)"),
+    }
+    if !is_good(&report) {
+        bail!("proof not completed and verified");
+    }
+    Ok(())
 }

@@ -1,6 +1,8 @@
 //! `cuzk-bench`: drives cuzk end to end and measures it.
 
+mod admin;
 mod batch;
+mod client;
 mod compare;
 
 use clap::{Parser, Subcommand};
@@ -18,8 +20,22 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Prove N proofs with J in flight, verify each, print the batch summary.
+    /// One proof, with its details.
+    Single(batch::ProofArgs),
+    /// Prove N proofs with J in flight, check each, print the batch summary.
     Batch(batch::BatchArgs),
+    /// The daemon's devices, parameters and queues.
+    Status(client::Target),
+    /// Load a circuit's parameters (e.g. synthetic-v1-n65536-i2).
+    Preload {
+        #[command(flatten)]
+        target: client::Target,
+        /// Circuit id.
+        #[arg(long)]
+        circuit_id: String,
+    },
+    /// The daemon's Prometheus metrics.
+    Metrics(client::Target),
     /// Our CPU prover against bellperson's on the same circuit, side by side.
     CompareCpu(compare::CompareArgs),
 }
@@ -31,8 +47,19 @@ fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    match Cli::parse().command {
-        Command::Batch(args) => batch::run(args),
-        Command::CompareCpu(args) => compare::run(args),
+    let command = Cli::parse().command;
+    if let Command::CompareCpu(args) = command {
+        return compare::run(args);
     }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        match command {
+            Command::Single(args) => batch::single(args).await,
+            Command::Batch(args) => batch::run(args).await,
+            Command::Status(target) => admin::status(target).await,
+            Command::Preload { target, circuit_id } => admin::preload(target, circuit_id).await,
+            Command::Metrics(target) => admin::metrics(target).await,
+            Command::CompareCpu(_) => unreachable!("handled above"),
+        }
+    })
 }

@@ -43,6 +43,12 @@ pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, EngineErro
     if request.registered_proof == SYNTHETIC_REGISTERED_PROOF {
         return Ok(Box::new(SyntheticPlan::from_request(request)?));
     }
+    if request.vanilla_proof.is_empty() && request.vanilla_proofs.is_empty() {
+        return Err(EngineError::InvalidArgument(format!(
+            "{:?} request carries no vanilla proof (vanilla_proof and vanilla_proofs are empty)",
+            request.kind
+        )));
+    }
     Err(EngineError::Unsupported(format!(
         "registered_proof {} ({:?}) is not served yet: only the synthetic circuit \
          (registered_proof {SYNTHETIC_REGISTERED_PROOF}) is, until the Filecoin proof types land",
@@ -92,6 +98,11 @@ impl SyntheticPlan {
             ));
         }
         Ok(Self { spec })
+    }
+
+    /// Constraints of each partition.
+    pub fn partition_constraints(&self) -> usize {
+        self.spec.constraints
     }
 
     fn circuit(&self, index: usize) -> SyntheticCircuit {

@@ -1,0 +1,211 @@
+//! One interface over the two ways the bench reaches an engine: a daemon
+//! over gRPC (TCP or Unix socket) or an engine in this process.
+
+use anyhow::{bail, Context};
+use clap::Args;
+use cuzk_engine::{Engine, EngineConfig, JobStatus, Priority, ProofKind, ProofRequest};
+use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint, Uri};
+
+/// Where the engine is.
+#[derive(Args, Debug, Clone)]
+pub struct Target {
+    /// Daemon address: http://host:port or unix:///path.
+    #[arg(long, default_value = "http://127.0.0.1:9820")]
+    pub addr: String,
+    /// Run an engine in this process instead of talking to a daemon.
+    #[arg(long)]
+    pub embedded: bool,
+    /// Parameter directory (embedded engine, and local verification).
+    #[arg(long)]
+    pub param_cache: Option<PathBuf>,
+    /// Synthesis workers of the embedded engine.
+    #[arg(long, default_value_t = 2)]
+    pub partition_workers: usize,
+    /// Prover workers of the embedded engine.
+    #[arg(long, default_value_t = 2)]
+    pub prover_workers: usize,
+}
+
+impl Target {
+    pub fn param_cache(&self) -> PathBuf {
+        self.param_cache
+            .clone()
+            .unwrap_or_else(cuzk_core::ParameterCache::default_dir)
+    }
+}
+
+/// A proof request as the bench builds it (wire numbers).
+#[derive(Clone, Debug)]
+pub struct Submission {
+    pub request_id: String,
+    pub kind: pb::ProofKind,
+    pub registered_proof: u64,
+    pub priority: pb::Priority,
+    pub vanilla_proof: Vec<u8>,
+}
+
+/// A final (or timed-out) result, in wire terms.
+pub type Outcome = pb::AwaitProofResponse;
+
+#[derive(Clone, Debug)]
+pub enum Client {
+    Remote(ProvingEngineClient<Channel>),
+    Embedded(Arc<Engine>),
+}
+
+impl Client {
+    pub async fn connect(target: &Target) -> anyhow::Result<Self> {
+        if target.embedded {
+            let config = EngineConfig {
+                param_cache: target.param_cache(),
+                partition_workers: target.partition_workers,
+                gpu_workers_per_device: target.prover_workers,
+                ..EngineConfig::default()
+            };
+            let engine = tokio::task::spawn_blocking(move || Engine::start(config)).await??;
+            return Ok(Client::Embedded(Arc::new(engine)));
+        }
+        let channel = if let Some(path) = target.addr.strip_prefix("unix://") {
+            let path = PathBuf::from(path);
+            // The URI is required by the API but unused: the connector dials the socket.
+            Endpoint::try_from("http://[::]:0")?
+                .connect_with_connector(tower::service_fn(move |_: Uri| {
+                    let path = path.clone();
+                    async move {
+                        let stream = tokio::net::UnixStream::connect(path).await?;
+                        Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+                    }
+                }))
+                .await
+                .with_context(|| format!("connecting to {}", target.addr))?
+        } else {
+            Endpoint::try_from(target.addr.clone())?
+                .connect()
+                .await
+                .with_context(|| format!("connecting to {}", target.addr))?
+        };
+        Ok(Client::Remote(
+            ProvingEngineClient::new(channel)
+                .max_decoding_message_size(cuzk_proto::MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(cuzk_proto::MAX_MESSAGE_BYTES),
+        ))
+    }
+
+    pub async fn submit(&self, s: &Submission) -> anyhow::Result<(String, u32)> {
+        match self {
+            Client::Remote(client) => {
+                let response = client
+                    .clone()
+                    .submit_proof(pb::SubmitProofRequest {
+                        request_id: s.request_id.clone(),
+                        proof_kind: s.kind as i32,
+                        registered_proof: s.registered_proof,
+                        priority: s.priority as i32,
+                        vanilla_proof: s.vanilla_proof.clone(),
+                        ..Default::default()
+                    })
+                    .await?
+                    .into_inner();
+                Ok((response.job_id, response.queue_position))
+            }
+            Client::Embedded(engine) => {
+                let kind = match s.kind {
+                    pb::ProofKind::PorepSealCommit => ProofKind::PorepSealCommit,
+                    pb::ProofKind::SnapDealsUpdate => ProofKind::SnapDealsUpdate,
+                    pb::ProofKind::WindowPostPartition => ProofKind::WindowPostPartition,
+                    pb::ProofKind::WinningPost => ProofKind::WinningPost,
+                    pb::ProofKind::Unspecified => bail!("proof kind unspecified"),
+                };
+                let outcome = engine.submit(ProofRequest {
+                    request_id: s.request_id.clone(),
+                    kind,
+                    registered_proof: s.registered_proof,
+                    priority: Priority::from_wire(s.priority as i32).flatten(),
+                    vanilla_proof: s.vanilla_proof.clone(),
+                    vanilla_proofs: Vec::new(),
+                })?;
+                Ok((outcome.job_id, outcome.queue_position))
+            }
+        }
+    }
+
+    pub async fn wait(&self, job_id: &str, timeout: Option<Duration>) -> anyhow::Result<Outcome> {
+        match self {
+            Client::Remote(client) => Ok(client
+                .clone()
+                .await_proof(pb::AwaitProofRequest {
+                    job_id: job_id.to_string(),
+                    timeout_ms: timeout.map(|t| t.as_millis() as u64).unwrap_or(0),
+                })
+                .await?
+                .into_inner()),
+            Client::Embedded(engine) => {
+                let r = engine.wait(job_id, timeout).await?;
+                let status = match r.status {
+                    JobStatus::Completed => pb::await_proof_response::Status::Completed,
+                    JobStatus::Failed => pb::await_proof_response::Status::Failed,
+                    JobStatus::Cancelled => pb::await_proof_response::Status::Cancelled,
+                    JobStatus::Timeout => pb::await_proof_response::Status::Timeout,
+                };
+                let ms = |d: Duration| d.as_millis() as u64;
+                Ok(pb::AwaitProofResponse {
+                    job_id: r.job_id,
+                    status: status as i32,
+                    proof: r.proof,
+                    error_message: r.error,
+                    queue_wait_ms: ms(r.queue_wait),
+                    srs_load_ms: ms(r.srs_load),
+                    synthesis_ms: ms(r.synthesis),
+                    gpu_compute_ms: ms(r.prove),
+                    total_ms: ms(r.total),
+                })
+            }
+        }
+    }
+
+    pub async fn status(&self) -> anyhow::Result<pb::GetStatusResponse> {
+        match self {
+            Client::Remote(client) => Ok(client
+                .clone()
+                .get_status(pb::GetStatusRequest {})
+                .await?
+                .into_inner()),
+            Client::Embedded(_) => bail!("status is for a daemon; drop --embedded"),
+        }
+    }
+
+    pub async fn metrics(&self) -> anyhow::Result<String> {
+        match self {
+            Client::Remote(client) => Ok(client
+                .clone()
+                .get_metrics(pb::GetMetricsRequest {})
+                .await?
+                .into_inner()
+                .prometheus_text),
+            Client::Embedded(engine) => Ok(engine.metrics_text()),
+        }
+    }
+
+    pub async fn preload(&self, circuit_id: &str) -> anyhow::Result<(bool, u64)> {
+        match self {
+            Client::Remote(client) => {
+                let r = client
+                    .clone()
+                    .preload_srs(pb::PreloadSrsRequest {
+                        circuit_id: circuit_id.to_string(),
+                    })
+                    .await?
+                    .into_inner();
+                Ok((r.already_loaded, r.load_time_ms))
+            }
+            Client::Embedded(engine) => {
+                let (already, took) = engine.preload_srs(circuit_id)?;
+                Ok((already, took.as_millis() as u64))
+            }
+        }
+    }
+}

@@ -1,0 +1,699 @@
+//! The real daemon binary, on a free TCP port and on a Unix socket, driven
+//! through its gRPC API. No mocks: every proof is checked with bellperson's
+//! verifier against the `.vk` the daemon wrote.
+
+use cuzk_core::{ParameterCache, Proof, Verifier, PROOF_BYTES};
+use cuzk_engine::plan::{ProofPlan, SyntheticPlan};
+use cuzk_engine::SyntheticSpec;
+use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tonic::transport::{Channel, Endpoint, Uri};
+use tonic::Code;
+
+type Client = ProvingEngineClient<Channel>;
+use pb::await_proof_response::Status;
+
+enum Listen {
+    Tcp,
+    Unix,
+}
+
+/// A daemon process with its own parameter directory and log file.
+struct Daemon {
+    child: Child,
+    dir: tempfile::TempDir,
+    channel: Channel,
+}
+
+impl Daemon {
+    fn start(listen: Listen, extra_config: &str) -> Self {
+        Self::start_in(tempfile::tempdir().unwrap(), listen, extra_config)
+    }
+
+    fn start_in(dir: tempfile::TempDir, listen: Listen, extra_config: &str) -> Self {
+        let address = match listen {
+            Listen::Tcp => {
+                let port = std::net::TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port();
+                format!("127.0.0.1:{port}")
+            }
+            Listen::Unix => format!("unix://{}", dir.path().join("cuzk.sock").display()),
+        };
+        let params = dir.path().join("params");
+        let config = format!(
+            "[daemon]\nlisten = \"{address}\"\nshutdown_grace_secs = 2\n\
+             [srs]\nparam_cache = \"{}\"\n\
+             [logging]\nlevel = \"info\"\n{extra_config}",
+            params.display()
+        );
+        let config_path = dir.path().join("cuzk.toml");
+        std::fs::write(&config_path, config).unwrap();
+        let log = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+            .arg("--config")
+            .arg(&config_path)
+            // Small test partitions would otherwise sit in glibc's heap arenas
+            // after being freed; real partitions (GBs) are mmapped anyway.
+            .env("MALLOC_MMAP_THRESHOLD_", "65536")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let runtime = tokio::runtime::Handle::current();
+        let channel = std::thread::scope(|s| s.spawn(|| runtime.block_on(connect(&address))).join().unwrap());
+        Daemon { child, dir, channel }
+    }
+
+    fn client(&self) -> Client {
+        ProvingEngineClient::new(self.channel.clone())
+            .max_decoding_message_size(cuzk_proto::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(512 << 20)
+    }
+
+    fn params_dir(&self) -> PathBuf {
+        self.dir.path().join("params")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.pid().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn connect(address: &str) -> Channel {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let attempt = if let Some(path) = address.strip_prefix("unix://") {
+            let path = PathBuf::from(path);
+            Endpoint::try_from("http://[::]:0")
+                .unwrap()
+                .connect_with_connector(tower::service_fn(move |_: Uri| {
+                    let path = path.clone();
+                    async move {
+                        let stream = tokio::net::UnixStream::connect(path).await?;
+                        Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+                    }
+                }))
+                .await
+        } else {
+            Endpoint::try_from(format!("http://{address}"))
+                .unwrap()
+                .connect()
+                .await
+        };
+        match attempt {
+            Ok(channel) => return channel,
+            Err(e) if Instant::now() > deadline => panic!("daemon did not come up at {address}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+fn spec(constraints: usize, partitions: usize, seed: u64) -> SyntheticSpec {
+    SyntheticSpec {
+        constraints,
+        partitions,
+        inputs: 2,
+        seed,
+    }
+}
+
+fn submit_request(
+    spec: &SyntheticSpec,
+    kind: pb::ProofKind,
+    priority: pb::Priority,
+) -> pb::SubmitProofRequest {
+    pb::SubmitProofRequest {
+        proof_kind: kind as i32,
+        registered_proof: cuzk_engine::SYNTHETIC_REGISTERED_PROOF,
+        priority: priority as i32,
+        vanilla_proof: serde_json::to_vec(&serde_json::json!({
+            "constraints": spec.constraints,
+            "partitions": spec.partitions,
+            "inputs": spec.inputs,
+            "seed": spec.seed,
+        }))
+        .unwrap(),
+        ..Default::default()
+    }
+}
+
+async fn submit(client: &mut Client, spec: &SyntheticSpec, priority: pb::Priority) -> String {
+    client
+        .submit_proof(submit_request(spec, pb::ProofKind::PorepSealCommit, priority))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id
+}
+
+async fn await_job(client: &mut Client, job_id: &str, timeout_ms: u64) -> pb::AwaitProofResponse {
+    client
+        .await_proof(pb::AwaitProofRequest {
+            job_id: job_id.to_string(),
+            timeout_ms,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// bellperson's verifier over every partition of a returned proof.
+fn check_proof(params_dir: &Path, spec: &SyntheticSpec, response: &pb::AwaitProofResponse) {
+    assert_eq!(
+        response.status,
+        Status::Completed as i32,
+        "{}",
+        response.error_message
+    );
+    let plan = SyntheticPlan::new(spec.clone()).unwrap();
+    let cache = ParameterCache::new(params_dir).unwrap();
+    let vk = cuzk_core::params::read_vk(&cache.params_path(&plan.circuit_id()).with_extension("vk")).unwrap();
+    let verifier = Verifier::new(&vk);
+    assert_eq!(response.proof.len(), PROOF_BYTES * spec.partitions);
+    for (index, chunk) in response.proof.chunks(PROOF_BYTES).enumerate() {
+        let proof = Proof::<cuzk_core::Bls12>::read(chunk).unwrap();
+        assert!(
+            verifier.verify(&proof, &plan.public_inputs(index)).unwrap(),
+            "partition {index}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_mixed_priority_jobs_complete_and_verify() {
+    let daemon = Daemon::start(Listen::Tcp, "");
+    let priorities = [
+        pb::Priority::Low,
+        pb::Priority::Normal,
+        pb::Priority::High,
+        pb::Priority::Critical,
+    ];
+    let kinds = [
+        pb::ProofKind::PorepSealCommit,
+        pb::ProofKind::WindowPostPartition,
+        pb::ProofKind::WinningPost,
+    ];
+    let mut tasks = Vec::new();
+    for i in 0..50u64 {
+        let mut client = daemon.client();
+        let s = spec(1 << 9, 1 + (i as usize % 2), i);
+        let request = submit_request(&s, kinds[i as usize % 3], priorities[i as usize % 4]);
+        tasks.push(tokio::spawn(async move {
+            let job = client.submit_proof(request).await.unwrap().into_inner().job_id;
+            (s, await_job(&mut client, &job, 0).await)
+        }));
+    }
+    for task in tasks {
+        let (s, response) = task.await.unwrap();
+        check_proof(&daemon.params_dir(), &s, &response);
+    }
+    let status = daemon
+        .client()
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.total_proofs_completed, 50);
+    assert_eq!(status.total_proofs_failed, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn critical_job_completes_before_twenty_queued_normal_jobs() {
+    let daemon = Daemon::start(
+        Listen::Tcp,
+        "[synthesis]\npartition_workers = 1\n[gpus]\ngpu_workers_per_device = 1\n",
+    );
+    let mut client = daemon.client();
+    let size = 1 << 12;
+    let id = SyntheticPlan::new(spec(size, 1, 0)).unwrap().circuit_id();
+    client
+        .preload_srs(pb::PreloadSrsRequest { circuit_id: id })
+        .await
+        .unwrap();
+
+    let mut normal = Vec::new();
+    for i in 0..20 {
+        normal.push(submit(&mut client, &spec(size, 1, i), pb::Priority::Normal).await);
+    }
+    let critical_spec = spec(size, 1, 100);
+    let critical = client
+        .submit_proof(submit_request(
+            &critical_spec,
+            pb::ProofKind::WinningPost,
+            pb::Priority::Unspecified,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(critical.queue_position, 0);
+    let done = await_job(&mut client, &critical.job_id, 0).await;
+    check_proof(&daemon.params_dir(), &critical_spec, &done);
+
+    let mut still_waiting = 0;
+    for job in &normal {
+        if await_job(&mut client, job, 1).await.status == Status::Timeout as i32 {
+            still_waiting += 1;
+        }
+    }
+    // Only partitions already past the dispatcher when it arrived (one
+    // synthesising, one in the hand-off, one proving) may finish first.
+    assert!(
+        still_waiting >= 17,
+        "only {still_waiting} of 20 NORMAL jobs were still waiting"
+    );
+    for (i, job) in normal.iter().enumerate() {
+        check_proof(
+            &daemon.params_dir(),
+            &spec(size, 1, i as u64),
+            &await_job(&mut client, job, 0).await,
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancel_await_timeout_and_idempotent_resubmission() {
+    let daemon = Daemon::start(
+        Listen::Tcp,
+        "[synthesis]\npartition_workers = 1\n[gpus]\ngpu_workers_per_device = 1\n",
+    );
+    let mut client = daemon.client();
+    let long = submit(&mut client, &spec(1 << 13, 8, 1), pb::Priority::Normal).await;
+    let queued = submit(&mut client, &spec(1 << 9, 1, 2), pb::Priority::Normal).await;
+
+    let early = await_job(&mut client, &long, 100).await;
+    assert_eq!(early.status, Status::Timeout as i32);
+
+    let cancelled = client
+        .cancel_proof(pb::CancelProofRequest {
+            job_id: queued.clone(),
+        })
+        .await
+        .unwrap();
+    assert!(!cancelled.into_inner().was_running);
+    assert_eq!(
+        await_job(&mut client, &queued, 0).await.status,
+        Status::Cancelled as i32
+    );
+
+    // Wait until the long job is running, then cancel it.
+    loop {
+        let status = client
+            .get_status(pb::GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        if status.queues.iter().any(|q| q.in_progress > 0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let cancelled = client
+        .cancel_proof(pb::CancelProofRequest { job_id: long.clone() })
+        .await
+        .unwrap();
+    assert!(cancelled.into_inner().was_running);
+    let result = await_job(&mut client, &long, 0).await;
+    assert_eq!(result.status, Status::Cancelled as i32);
+    assert!(result.proof.is_empty());
+
+    let s = spec(1 << 9, 1, 3);
+    let mut keyed = submit_request(&s, pb::ProofKind::PorepSealCommit, pb::Priority::Unspecified);
+    keyed.request_id = "sector-1234-c2".into();
+    let first = client
+        .submit_proof(keyed.clone())
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    let second = client.submit_proof(keyed).await.unwrap().into_inner().job_id;
+    assert_eq!(first, second, "same request_id, same job");
+    check_proof(&daemon.params_dir(), &s, &await_job(&mut client, &first, 0).await);
+    let status = client
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        status.total_proofs_completed, 1,
+        "the resubmission did not prove twice"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_requests_get_the_right_status_and_the_daemon_keeps_serving() {
+    let daemon = Daemon::start(Listen::Tcp, "");
+    let mut client = daemon.client();
+    let good = spec(1 << 9, 1, 1);
+
+    let mut unknown_kind = submit_request(&good, pb::ProofKind::PorepSealCommit, pb::Priority::Normal);
+    unknown_kind.proof_kind = 99;
+    assert_eq!(
+        client.submit_proof(unknown_kind).await.unwrap_err().code(),
+        Code::InvalidArgument
+    );
+
+    let unspecified = submit_request(&good, pb::ProofKind::Unspecified, pb::Priority::Normal);
+    assert_eq!(
+        client.submit_proof(unspecified).await.unwrap_err().code(),
+        Code::InvalidArgument
+    );
+
+    let mut bad_priority = submit_request(&good, pb::ProofKind::PorepSealCommit, pb::Priority::Normal);
+    bad_priority.priority = 42;
+    assert_eq!(
+        client.submit_proof(bad_priority).await.unwrap_err().code(),
+        Code::InvalidArgument
+    );
+
+    let mut malformed = submit_request(&good, pb::ProofKind::PorepSealCommit, pb::Priority::Normal);
+    malformed.vanilla_proof = b"{\"constraints\": ".to_vec();
+    let error = client.submit_proof(malformed).await.unwrap_err();
+    assert_eq!(error.code(), Code::InvalidArgument);
+    assert!(error.message().contains("synthetic spec"), "{}", error.message());
+
+    let mut empty = submit_request(&good, pb::ProofKind::PorepSealCommit, pb::Priority::Normal);
+    empty.registered_proof = 8;
+    empty.vanilla_proof.clear();
+    assert_eq!(
+        client.submit_proof(empty).await.unwrap_err().code(),
+        Code::InvalidArgument
+    );
+
+    let mut not_yet = submit_request(&good, pb::ProofKind::PorepSealCommit, pb::Priority::Normal);
+    not_yet.registered_proof = 8;
+    assert_eq!(
+        client.submit_proof(not_yet).await.unwrap_err().code(),
+        Code::Unimplemented
+    );
+
+    let too_big = submit_request(
+        &spec(1 << 30, 1, 1),
+        pb::ProofKind::PorepSealCommit,
+        pb::Priority::Normal,
+    );
+    assert_eq!(
+        client.submit_proof(too_big).await.unwrap_err().code(),
+        Code::InvalidArgument
+    );
+
+    let mut oversized = submit_request(&good, pb::ProofKind::PorepSealCommit, pb::Priority::Normal);
+    oversized.vanilla_proof = vec![b' '; cuzk_proto::MAX_MESSAGE_BYTES + 1];
+    let error = client.submit_proof(oversized).await.unwrap_err();
+    assert!(
+        matches!(error.code(), Code::ResourceExhausted | Code::OutOfRange),
+        "{:?}: {}",
+        error.code(),
+        error.message()
+    );
+
+    let missing = client
+        .await_proof(pb::AwaitProofRequest {
+            job_id: "no-such-job".into(),
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), Code::NotFound);
+    let missing = client
+        .cancel_proof(pb::CancelProofRequest {
+            job_id: "nope".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), Code::NotFound);
+    let no_prove = client.prove(pb::ProveRequest { submit: None }).await.unwrap_err();
+    assert_eq!(no_prove.code(), Code::InvalidArgument);
+    let no_srs = client
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: "porep-32g".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(no_srs.code(), Code::FailedPrecondition);
+    assert!(
+        no_srs.message().contains("porep-32g.params"),
+        "{}",
+        no_srs.message()
+    );
+
+    // Still serving: a good proof through the combined Prove call.
+    let response = client
+        .prove(pb::ProveRequest {
+            submit: Some(submit_request(
+                &good,
+                pb::ProofKind::PorepSealCommit,
+                pb::Priority::Normal,
+            )),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    check_proof(&daemon.params_dir(), &good, &response.result.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unix_socket_health_status_metrics_srs_and_timeline() {
+    let daemon = Daemon::start(Listen::Unix, "");
+    let mut health = tonic_health::pb::health_client::HealthClient::new(daemon.channel.clone());
+    let serving = health
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "cuzk.v1.ProvingEngine".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        serving.status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
+
+    let mut client = daemon.client();
+    let s = spec(1 << 10, 3, 7);
+    let id = SyntheticPlan::new(s.clone()).unwrap().circuit_id();
+    let preload = client
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!preload.already_loaded);
+    let again = client
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(again.already_loaded);
+
+    let job = submit(&mut client, &s, pb::Priority::Unspecified).await;
+    let response = await_job(&mut client, &job, 0).await;
+    check_proof(&daemon.params_dir(), &s, &response);
+    assert!(response.total_ms >= response.gpu_compute_ms / 3);
+
+    let status = client
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.gpus.len(), 1);
+    assert!(status.gpus[0].name.contains("CPU"));
+    let srs = status.loaded_srs.iter().find(|s| s.circuit_id == id).unwrap();
+    assert_eq!(srs.tier, pb::srs_status::Tier::Warm as i32);
+    assert!(srs.size_bytes > 0);
+    let metrics = client
+        .get_metrics(pb::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text;
+    assert!(
+        metrics.contains("cuzk_jobs_finished_total{kind=\"porep\",status=\"completed\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("cuzk_partition_phase_seconds_count{phase=\"synthesis\"} 3"),
+        "{metrics}"
+    );
+
+    let evicted = client
+        .evict_srs(pb::EvictSrsRequest {
+            circuit_id: id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(evicted.was_loaded && evicted.freed_bytes > 0);
+
+    // Every partition has its seven TIMELINE events, in order.
+    let log = daemon.log();
+    for partition in 0..3 {
+        let events: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("TIMELINE") && l.contains(&format!("job={job} partition={partition} ")))
+            .filter_map(|l| l.split("event=").nth(1)?.split_whitespace().next())
+            .collect();
+        assert_eq!(
+            events,
+            [
+                "synthesis_start",
+                "synthesis_end",
+                "queued_for_prover",
+                "picked_up",
+                "prover_start",
+                "prover_gpu_end",
+                "prover_end"
+            ],
+            "partition {partition}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigterm_under_load_leaves_no_job_without_a_final_status() {
+    let mut daemon = Daemon::start(
+        Listen::Tcp,
+        "[synthesis]\npartition_workers = 1\n[gpus]\ngpu_workers_per_device = 1\n",
+    );
+    let mut client = daemon.client();
+    let mut waiters = Vec::new();
+    for i in 0..10 {
+        let job = submit(&mut client, &spec(1 << 12, 2, i), pb::Priority::Normal).await;
+        let mut waiter = daemon.client();
+        waiters.push(tokio::spawn(async move { await_job(&mut waiter, &job, 0).await }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    daemon.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let refused = client
+        .submit_proof(submit_request(
+            &spec(1 << 9, 1, 1),
+            pb::ProofKind::PorepSealCommit,
+            pb::Priority::Normal,
+        ))
+        .await;
+    match refused {
+        Err(status) => assert!(matches!(status.code(), Code::Unavailable)),
+        Ok(_) => panic!("a submission during shutdown was accepted"),
+    }
+    let (mut completed, mut cancelled) = (0, 0);
+    for waiter in waiters {
+        let result = waiter.await.unwrap();
+        match Status::try_from(result.status).unwrap() {
+            Status::Completed => completed += 1,
+            Status::Cancelled => {
+                cancelled += 1;
+                assert!(
+                    result.error_message.contains("shutting down"),
+                    "{}",
+                    result.error_message
+                );
+            }
+            other => panic!("job left as {other:?}"),
+        }
+    }
+    assert_eq!(completed + cancelled, 10);
+    let exit = daemon.child.wait().unwrap();
+    assert!(exit.success(), "daemon exited with {exit}");
+    assert!(daemon.log().contains("every accepted job has a final status"));
+}
+
+fn rss_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn small_memory_budget_bounds_peak_rss() {
+    let size = 1 << 16;
+    let per_partition = cuzk_engine::plan::partition_bytes(size, size);
+    let budget = 2 * per_partition;
+    // Generate the parameters here so the daemon only loads them.
+    let dir = tempfile::tempdir().unwrap();
+    let plan = SyntheticPlan::new(spec(size, 1, 0)).unwrap();
+    let circuit = cuzk_core::SyntheticCircuit::new(size, vec![cuzk_core::Scalar::from(0u64); 2], 0).unwrap();
+    ParameterCache::new(dir.path().join("params"))
+        .unwrap()
+        .load_or_generate(&plan.circuit_id(), || circuit)
+        .unwrap();
+
+    let daemon = Daemon::start_in(
+        dir,
+        Listen::Tcp,
+        &format!(
+            "[synthesis]\npartition_workers = 6\n[gpus]\ngpu_workers_per_device = 2\n\
+             [pipeline]\nmax_gpu_queue_depth = 6\n[memory]\ntotal_budget = {budget}\n"
+        ),
+    );
+    let mut client = daemon.client();
+    let preload = client
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: plan.circuit_id(),
+        })
+        .await
+        .unwrap();
+    assert!(!preload.into_inner().already_loaded);
+    // Reset the high-water mark so it covers only the proving that follows.
+    std::fs::write(format!("/proc/{}/clear_refs", daemon.pid()), "5").unwrap();
+    let baseline = rss_kib(daemon.pid(), "VmRSS:") * 1024;
+
+    let mut waiters = Vec::new();
+    for i in 0..12 {
+        let s = spec(size, 2, i);
+        let job = submit(&mut client, &s, pb::Priority::Normal).await;
+        let mut waiter = daemon.client();
+        waiters.push(tokio::spawn(
+            async move { (s, await_job(&mut waiter, &job, 0).await) },
+        ));
+    }
+    for waiter in waiters {
+        let (s, result) = waiter.await.unwrap();
+        check_proof(&daemon.params_dir(), &s, &result);
+    }
+    let peak = rss_kib(daemon.pid(), "VmHWM:") * 1024;
+    let growth = peak.saturating_sub(baseline);
+    // Allowance for thread stacks, the transient G2 MSM buffers of the
+    // partitions finishing after their permit is returned, and allocator slack.
+    let allowance = 48 << 20;
+    println!(
+        "baseline {} MiB, peak {} MiB, growth {} MiB, budget {} MiB",
+        baseline >> 20,
+        peak >> 20,
+        growth >> 20,
+        budget >> 20
+    );
+    assert!(
+        growth <= budget + allowance,
+        "peak RSS grew {} MiB over the baseline; budget {} MiB + allowance {} MiB",
+        growth >> 20,
+        budget >> 20,
+        allowance >> 20
+    );
+}
