@@ -697,3 +697,49 @@ async fn small_memory_budget_bounds_peak_rss() {
         allowance >> 20
     );
 }
+
+async fn http_get(addr: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn starts_without_a_config_file_and_serves_http_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let free_port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (grpc, http) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+        .args(["--listen", &grpc, "--status-listen", &http, "--log-level", "warn", "--param-cache"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let channel = connect(&grpc).await;
+    let mut client = ProvingEngineClient::new(channel);
+    let s = spec(1 << 9, 1, 5);
+    let job = submit(&mut client, &s, pb::Priority::High).await;
+    check_proof(dir.path(), &s, &await_job(&mut client, &job, 0).await);
+
+    let status = http_get(&http, "/status").await;
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let body = status.split("\r\n\r\n").nth(1).unwrap();
+    let json: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(json["total_proofs_completed"], 1);
+    assert_eq!(json["accepting"], true);
+    let metrics = http_get(&http, "/metrics").await;
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    assert!(metrics.contains("cuzk_jobs_submitted_total{kind=\"porep\"} 1"), "{metrics}");
+    assert!(http_get(&http, "/nope").await.starts_with("HTTP/1.1 404"));
+
+    let _ = Command::new("kill").arg("-INT").arg(child.id().to_string()).status();
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "exit on SIGINT: {exit}");
+}
