@@ -713,10 +713,27 @@ async fn http_get(addr: &str, path: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn starts_without_a_config_file_and_serves_http_status() {
     let dir = tempfile::tempdir().unwrap();
-    let free_port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let (grpc, http) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
+    let free_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (grpc, http) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
     let mut child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
-        .args(["--listen", &grpc, "--status-listen", &http, "--log-level", "warn", "--param-cache"])
+        .args([
+            "--listen",
+            &grpc,
+            "--status-listen",
+            &http,
+            "--log-level",
+            "warn",
+            "--param-cache",
+        ])
         .arg(dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -736,10 +753,16 @@ async fn starts_without_a_config_file_and_serves_http_status() {
     assert_eq!(json["accepting"], true);
     let metrics = http_get(&http, "/metrics").await;
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
-    assert!(metrics.contains("cuzk_jobs_submitted_total{kind=\"porep\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains("cuzk_jobs_submitted_total{kind=\"porep\"} 1"),
+        "{metrics}"
+    );
     assert!(http_get(&http, "/nope").await.starts_with("HTTP/1.1 404"));
 
-    let _ = Command::new("kill").arg("-INT").arg(child.id().to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status();
     let exit = child.wait().unwrap();
     assert!(exit.success(), "exit on SIGINT: {exit}");
 }

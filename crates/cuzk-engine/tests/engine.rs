@@ -382,7 +382,11 @@ fn shutdown_gives_every_job_a_final_status() {
 #[test]
 fn idle_parameters_are_evicted_under_memory_pressure() {
     let dir = tempfile::tempdir().unwrap();
-    let id = |n: usize| SyntheticCircuit::new(n, vec![cuzk_core::Scalar::from(0u64); 2], 0).unwrap().circuit_id();
+    let id = |n: usize| {
+        SyntheticCircuit::new(n, vec![cuzk_core::Scalar::from(0u64); 2], 0)
+            .unwrap()
+            .circuit_id()
+    };
     let engine = Engine::start(EngineConfig {
         // Room for one set of 2^10 parameters, not two.
         srs_memory_limit: 500_000,
@@ -391,18 +395,38 @@ fn idle_parameters_are_evicted_under_memory_pressure() {
     .unwrap();
     engine.preload_srs(&id(1 << 10)).unwrap();
     let size_of = |status: &[cuzk_engine::SrsStatus], circuit: &str| {
-        status.iter().find(|s| s.circuit_id == circuit).map(|s| (s.tier, s.size_bytes))
+        status
+            .iter()
+            .find(|s| s.circuit_id == circuit)
+            .map(|s| (s.tier, s.size_bytes))
     };
     let first = size_of(&engine.status().srs, &id(1 << 10)).unwrap();
-    assert!(first.1 > 250_000 && first.1 < 500_000, "test assumes one fits: {}", first.1);
+    assert!(
+        first.1 > 250_000 && first.1 < 500_000,
+        "test assumes one fits: {}",
+        first.1
+    );
     engine.preload_srs(&id((1 << 10) - 1)).unwrap();
     let status = engine.status().srs;
-    assert_eq!(size_of(&status, &id(1 << 10)).unwrap().0, cuzk_engine::Tier::Cold, "LRU idle entry evicted");
-    assert_eq!(size_of(&status, &id((1 << 10) - 1)).unwrap().0, cuzk_engine::Tier::Warm);
+    assert_eq!(
+        size_of(&status, &id(1 << 10)).unwrap().0,
+        cuzk_engine::Tier::Cold,
+        "LRU idle entry evicted"
+    );
+    assert_eq!(
+        size_of(&status, &id((1 << 10) - 1)).unwrap().0,
+        cuzk_engine::Tier::Warm
+    );
     // Proving with the evicted circuit loads it again (and evicts the other).
     let rt = runtime();
     let job = engine.submit(request(spec(1 << 10, 1, 1), None)).unwrap();
-    assert_eq!(rt.block_on(engine.wait(&job.job_id, None)).unwrap().status, JobStatus::Completed);
+    assert_eq!(
+        rt.block_on(engine.wait(&job.job_id, None)).unwrap().status,
+        JobStatus::Completed
+    );
     let status = engine.status().srs;
-    assert_eq!(size_of(&status, &id((1 << 10) - 1)).unwrap().0, cuzk_engine::Tier::Cold);
+    assert_eq!(
+        size_of(&status, &id((1 << 10) - 1)).unwrap().0,
+        cuzk_engine::Tier::Cold
+    );
 }
