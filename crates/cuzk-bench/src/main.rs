@@ -4,6 +4,7 @@ mod admin;
 mod batch;
 mod client;
 mod compare;
+mod gpu;
 
 use clap::{Parser, Subcommand};
 
@@ -38,6 +39,10 @@ enum Command {
     Metrics(client::Target),
     /// Our CPU prover against bellperson's on the same circuit, side by side.
     CompareCpu(compare::CompareArgs),
+    /// GPU backend checks: MSM vs blst, NTTs, proofs vs the CPU prover.
+    GpuCheck(gpu::CheckArgs),
+    /// GPU partition prove time at full scale, optionally beside supraseal-c2.
+    GpuBench(gpu::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -48,9 +53,12 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let command = Cli::parse().command;
-    if let Command::CompareCpu(args) = command {
-        return compare::run(args);
-    }
+    let command = match command {
+        Command::CompareCpu(args) => return compare::run(args),
+        Command::GpuCheck(args) => return gpu::check(args),
+        Command::GpuBench(args) => return gpu::bench(args),
+        other => other,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
         match command {
@@ -59,7 +67,9 @@ fn main() -> anyhow::Result<()> {
             Command::Status(target) => admin::status(target).await,
             Command::Preload { target, circuit_id } => admin::preload(target, circuit_id).await,
             Command::Metrics(target) => admin::metrics(target).await,
-            Command::CompareCpu(_) => unreachable!("handled above"),
+            Command::CompareCpu(_) | Command::GpuCheck(_) | Command::GpuBench(_) => {
+                unreachable!("handled above")
+            }
         }
     })
 }

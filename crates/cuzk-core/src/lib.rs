@@ -11,10 +11,12 @@
 
 pub mod assignment;
 pub mod domain;
+pub mod gpu;
 pub mod msm;
 pub mod param_cache;
 pub mod params;
 pub mod prover;
+pub mod shaped;
 pub mod synthetic;
 pub mod verify;
 
@@ -30,4 +32,4 @@ pub use verify::Verifier;
 
 /// Re-exported so users name the same types as the core.
 pub use bellperson::groth16::{Proof, VerifyingKey};
-pub use blstrs::{Bls12, Scalar};
+pub use blstrs::{Bls12, G1Affine as Bls12G1Affine, Scalar};

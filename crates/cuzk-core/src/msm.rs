@@ -176,6 +176,78 @@ pub fn structured_msm<G: MsmGroup>(
     sum_ones + sum_others
 }
 
+/// One MSM split by the witness into index lists, the form the GPU backend
+/// consumes: which selected points have scalar one (a bitmap), and which
+/// have another non-zero scalar (indices and the scalars).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct MsmSplit {
+    /// Points the MSM covers (the selected scalars).
+    pub npoints: usize,
+    /// Bit i: point i's scalar is one. Padded to a multiple of 1024 bits.
+    pub ones_bitmap: Vec<u32>,
+    /// Points whose scalar is neither zero nor one.
+    pub other_index: Vec<u32>,
+    /// Their scalars, canonical little-endian.
+    pub other_scalars: Vec<[u8; 32]>,
+}
+
+/// Splits the MSM over `scalars` (restricted to `density` when given).
+pub fn split_msm(scalars: &ScalarVector, density: Option<&DensityBitmap>) -> MsmSplit {
+    const CHUNK: usize = 64 * 1024;
+    let n = scalars.len();
+    let starts: Vec<usize> = match density {
+        None => (0..n.div_ceil(CHUNK)).map(|c| c * CHUNK).collect(),
+        Some(d) => {
+            let mut acc = 0;
+            d.words()
+                .chunks(CHUNK / 64)
+                .map(|ws| {
+                    let start = acc;
+                    acc += ws.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+                    start
+                })
+                .collect()
+        }
+    };
+    let npoints = density.map_or(n, |d| d.count_ones());
+    let parts: Vec<(Vec<u32>, Vec<u32>, Vec<[u8; 32]>)> = starts
+        .par_iter()
+        .enumerate()
+        .map(|(chunk, &first)| {
+            let (mut ones, mut index, mut values) = (Vec::new(), Vec::new(), Vec::new());
+            let mut rank = first;
+            for i in chunk * CHUNK..((chunk + 1) * CHUNK).min(n) {
+                if density.is_some_and(|d| !d.get(i)) {
+                    continue;
+                }
+                match scalars.kinds[i] {
+                    ScalarKind::Zero => {}
+                    ScalarKind::One => ones.push(rank as u32),
+                    ScalarKind::Other => {
+                        index.push(rank as u32);
+                        values.push(scalars.bytes[i]);
+                    }
+                }
+                rank += 1;
+            }
+            (ones, index, values)
+        })
+        .collect();
+    let mut split = MsmSplit {
+        npoints,
+        ones_bitmap: vec![0u32; npoints.div_ceil(1024) * 32],
+        ..MsmSplit::default()
+    };
+    for (ones, index, values) in parts {
+        for rank in ones {
+            split.ones_bitmap[rank as usize / 32] |= 1 << (rank % 32);
+        }
+        split.other_index.extend_from_slice(&index);
+        split.other_scalars.extend_from_slice(&values);
+    }
+    split
+}
+
 /// Plain MSM over dense scalars (the H query), all through Pippenger.
 pub fn dense_msm<G: MsmGroup>(bases: &[G::Affine], scalars: &[Scalar]) -> G::Projective {
     let bytes: Vec<u8> = scalars
@@ -238,6 +310,38 @@ mod tests {
                 expected,
                 "sparse n = {n}"
             );
+        }
+    }
+
+    #[test]
+    fn split_msm_agrees_with_the_scalars() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let n = 200_000;
+        let scalars = mixed_scalars(n, &mut rng);
+        let mut density = DensityBitmap::with_capacity(n);
+        for i in 0..n {
+            density.push_zero();
+            if rng.gen_bool(0.25) {
+                density.set(i);
+            }
+        }
+        let split = split_msm(&ScalarVector::new(&scalars), Some(&density));
+        let selected: Vec<Scalar> = (0..n).filter(|&i| density.get(i)).map(|i| scalars[i]).collect();
+        assert_eq!(split.npoints, selected.len());
+        assert_eq!(split.ones_bitmap.len() % 32, 0);
+        for (rank, s) in selected.iter().enumerate() {
+            let one = split.ones_bitmap[rank / 32] >> (rank % 32) & 1 == 1;
+            assert_eq!(one, *s == Scalar::ONE, "rank {rank}");
+        }
+        let others: Vec<usize> = (0..selected.len())
+            .filter(|&r| !selected[r].is_zero_vartime() && selected[r] != Scalar::ONE)
+            .collect();
+        assert_eq!(
+            split.other_index,
+            others.iter().map(|&r| r as u32).collect::<Vec<_>>()
+        );
+        for (k, &r) in others.iter().enumerate() {
+            assert_eq!(split.other_scalars[k], selected[r].to_bytes_le());
         }
     }
 

@@ -74,6 +74,12 @@ pub struct ProveTimings {
     pub b_g2_msm: Duration,
     /// Time `finish` waited for the G2 MSM.
     pub g2_wait: Duration,
+    /// GPU backend: copying a/b/c to the device (zero on the CPU).
+    pub upload: Duration,
+    /// GPU backend: waiting for the device lock (zero on the CPU).
+    pub lock_wait: Duration,
+    /// GPU backend: the whole CUDA region, lock held (zero on the CPU).
+    pub gpu_region: Duration,
     /// Combining the pieces into A, B, C.
     pub epilogue: Duration,
 }
@@ -94,23 +100,22 @@ pub struct PendingProof {
 
 /// The witness in the form the MSMs read, shared with the G2 thread.
 #[derive(Debug)]
-struct Witness {
-    inputs: ScalarVector,
-    aux: ScalarVector,
-    a_aux_density: DensityBitmap,
-    b_input_density: DensityBitmap,
-    b_aux_density: DensityBitmap,
+pub(crate) struct Witness {
+    pub(crate) inputs: ScalarVector,
+    pub(crate) aux: ScalarVector,
+    pub(crate) a_aux_density: DensityBitmap,
+    pub(crate) b_input_density: DensityBitmap,
+    pub(crate) b_aux_density: DensityBitmap,
 }
 
-/// Starts a proof: validates, computes H and the G1 MSMs, and starts the B
-/// G2 MSM. The assignment's a/b/c vectors are freed before this returns.
-pub fn prove_start(
-    assignment: ProvingAssignment,
-    params: &Arc<ProvingParameters>,
+/// Checks everything a backend needs before it starts, and draws r and s.
+pub(crate) fn preflight(
+    assignment: &ProvingAssignment,
+    params: &ProvingParameters,
     randomness: Randomness,
-) -> Result<PendingProof, ProveError> {
+) -> Result<(Domain, Scalar, Scalar), ProveError> {
     assignment.validate().map_err(ProveError::InvalidAssignment)?;
-    params.check_fits(&assignment)?;
+    params.check_fits(assignment)?;
     let domain = Domain::for_size(assignment.num_constraints())
         .ok_or(ProveError::DomainTooLarge(assignment.num_constraints()))?;
     let vk = &params.vk;
@@ -124,7 +129,68 @@ pub fn prove_start(
         }
         Randomness::Fixed { r, s } => (r, s),
     };
+    Ok((domain, r, s))
+}
 
+/// Starts the B G2 MSM on a thread of its own (on the CPU for every backend).
+pub(crate) fn spawn_b_g2(
+    params: &Arc<ProvingParameters>,
+    witness: &Arc<Witness>,
+) -> Result<JoinHandle<(G2Projective, Duration)>, ProveError> {
+    let params = Arc::clone(params);
+    let witness = Arc::clone(witness);
+    std::thread::Builder::new()
+        .name("b_g2_msm".into())
+        .spawn(move || {
+            let started = Instant::now();
+            let split = witness.b_input_density.count_ones();
+            let sum =
+                structured_msm::<G2>(
+                    &params.b_g2[..split],
+                    &witness.inputs,
+                    Some(&witness.b_input_density),
+                ) + structured_msm::<G2>(&params.b_g2[split..], &witness.aux, Some(&witness.b_aux_density));
+            (sum, started.elapsed())
+        })
+        .map_err(|e| ProveError::G2Thread(e.to_string()))
+}
+
+impl PendingProof {
+    /// Assembles a pending proof from a backend's MSM results.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_parts(
+        params: &Arc<ProvingParameters>,
+        r: Scalar,
+        s: Scalar,
+        h: G1Projective,
+        l: G1Projective,
+        a: G1Projective,
+        b_g1: G1Projective,
+        b_g2: JoinHandle<(G2Projective, Duration)>,
+        timings: ProveTimings,
+    ) -> Self {
+        Self {
+            params: Arc::clone(params),
+            r,
+            s,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+            timings,
+        }
+    }
+}
+
+/// Starts a proof: validates, computes H and the G1 MSMs, and starts the B
+/// G2 MSM. The assignment's a/b/c vectors are freed before this returns.
+pub fn prove_start(
+    assignment: ProvingAssignment,
+    params: &Arc<ProvingParameters>,
+    randomness: Randomness,
+) -> Result<PendingProof, ProveError> {
+    let (domain, r, s) = preflight(&assignment, params, randomness)?;
     let mut timings = ProveTimings::default();
     let started = Instant::now();
     let ProvingAssignment {
@@ -150,28 +216,7 @@ pub fn prove_start(
         b_aux_density,
     });
     timings.prepare = started.elapsed();
-
-    let b_g2 = {
-        let params = Arc::clone(params);
-        let witness = Arc::clone(&witness);
-        std::thread::Builder::new()
-            .name("b_g2_msm".into())
-            .spawn(move || {
-                let started = Instant::now();
-                let split = witness.b_input_density.count_ones();
-                let sum = structured_msm::<G2>(
-                    &params.b_g2[..split],
-                    &witness.inputs,
-                    Some(&witness.b_input_density),
-                ) + structured_msm::<G2>(
-                    &params.b_g2[split..],
-                    &witness.aux,
-                    Some(&witness.b_aux_density),
-                );
-                (sum, started.elapsed())
-            })
-            .map_err(|e| ProveError::G2Thread(e.to_string()))?
-    };
+    let b_g2 = spawn_b_g2(params, &witness)?;
 
     let timed = |slot: &mut Duration, f: &mut dyn FnMut() -> G1Projective| {
         let started = Instant::now();
@@ -190,28 +235,29 @@ pub fn prove_start(
     let l = timed(&mut timings.l_msm, &mut || {
         structured_msm::<G1>(&params.l, &w.aux, None)
     });
+    let (a_inputs, b_inputs) = input_msms(params, w);
     let num_inputs = w.inputs.len();
     let a = timed(&mut timings.a_msm, &mut || {
-        structured_msm::<G1>(&params.a[..num_inputs], &w.inputs, None)
-            + structured_msm::<G1>(&params.a[num_inputs..], &w.aux, Some(&w.a_aux_density))
+        a_inputs + structured_msm::<G1>(&params.a[num_inputs..], &w.aux, Some(&w.a_aux_density))
     });
     let split = w.b_input_density.count_ones();
     let b_g1 = timed(&mut timings.b_g1_msm, &mut || {
-        structured_msm::<G1>(&params.b_g1[..split], &w.inputs, Some(&w.b_input_density))
-            + structured_msm::<G1>(&params.b_g1[split..], &w.aux, Some(&w.b_aux_density))
+        b_inputs + structured_msm::<G1>(&params.b_g1[split..], &w.aux, Some(&w.b_aux_density))
     });
+    Ok(PendingProof::from_parts(
+        params, r, s, h, l, a, b_g1, b_g2, timings,
+    ))
+}
 
-    Ok(PendingProof {
-        params: Arc::clone(params),
-        r,
-        s,
-        h,
-        l,
-        a,
-        b_g1,
-        b_g2,
-        timings,
-    })
+/// The A and B_G1 MSMs over the public inputs: a handful of points, done on
+/// the CPU by every backend.
+pub(crate) fn input_msms(params: &ProvingParameters, w: &Witness) -> (G1Projective, G1Projective) {
+    let num_inputs = w.inputs.len();
+    let split = w.b_input_density.count_ones();
+    (
+        structured_msm::<G1>(&params.a[..num_inputs], &w.inputs, None),
+        structured_msm::<G1>(&params.b_g1[..split], &w.inputs, Some(&w.b_input_density)),
+    )
 }
 
 /// Joins the B G2 MSM and assembles the proof from the MSM results a, b1, b2,

@@ -61,6 +61,8 @@ pub fn map_readonly(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(file) }
 }
 
+pub mod gpu;
+
 /// Error for MSM inputs that blst would otherwise reject with a panic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LengthMismatch {

@@ -1,0 +1,369 @@
+//! `cuzk-bench gpu-check` and `gpu-bench`: the GPU backend checked against
+//! independent implementations (blst's MSM, the CPU prover, bellperson's
+//! verifier) and timed side by side with supraseal-c2, in one run each.
+
+use anyhow::{bail, Context};
+use clap::Args;
+use cuzk_core::gpu::{GpuOutcome, GpuProver};
+use cuzk_core::shaped::{g1_points, scalars, shaped_assignment, shaped_parameters};
+use cuzk_core::{
+    finish, proof_to_bytes, prove_start, ProvingAssignment, ProvingParameters, Randomness, Scalar,
+};
+use ff::Field;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Largest proof size checked against the CPU prover (2^K constraints).
+    #[arg(long, default_value_t = 22)]
+    max_log2: u32,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Partition sizes (2^K constraints); repeat the flag.
+    #[arg(long = "log2", default_values_t = [20u32, 24])]
+    log2: Vec<u32>,
+    /// Timed runs per size and prover (after one warm-up); the median is reported.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Also run supraseal-c2 on the same parameter file and assignment.
+    #[arg(long)]
+    supraseal: bool,
+    /// Where the parameter file for supraseal-c2 is written (deleted after).
+    #[arg(long, default_value = "/tmp/cuzk-gpu-bench")]
+    dir: PathBuf,
+}
+
+fn gpu() -> anyhow::Result<GpuProver> {
+    let prover = GpuProver::detect(&[]).context("no CUDA device (or built without --features cuda)")?;
+    for d in prover.devices() {
+        let i = d.info();
+        println!(
+            "device {}: {} ({} SMs, sm_{}{}, {} / {} MiB free)",
+            d.ordinal(),
+            i.name,
+            i.sm_count,
+            i.compute_capability.0,
+            i.compute_capability.1,
+            i.free_bytes >> 20,
+            i.total_bytes >> 20
+        );
+    }
+    Ok(prover)
+}
+
+fn report(ok: bool, what: String, failures: &mut usize) {
+    println!("{} {what}", if ok { "PASS" } else { "FAIL" });
+    if !ok {
+        *failures += 1;
+    }
+}
+
+fn cpu_proof(
+    assignment: ProvingAssignment,
+    params: &Arc<ProvingParameters>,
+    r: Scalar,
+    s: Scalar,
+) -> anyhow::Result<[u8; 192]> {
+    let (proof, _) = finish(prove_start(assignment, params, Randomness::Fixed { r, s })?)?;
+    Ok(proof_to_bytes(&proof))
+}
+
+fn gpu_proof(
+    gpu: &GpuProver,
+    assignment: ProvingAssignment,
+    params: &Arc<ProvingParameters>,
+    randomness: Randomness,
+) -> anyhow::Result<(cuzk_core::Proof<cuzk_core::Bls12>, cuzk_core::ProveTimings)> {
+    match gpu.prove_start(0, assignment, params, randomness) {
+        GpuOutcome::Started(pending) => Ok(finish(pending)?),
+        GpuOutcome::Fallback { reason, .. } => bail!("GPU fell back: {reason}"),
+        GpuOutcome::Failed(e) => bail!("{e}"),
+    }
+}
+
+pub fn check(args: CheckArgs) -> anyhow::Result<()> {
+    let gpu = gpu()?;
+    let mut failures = 0;
+
+    // MSM against blst, with zero scalars and points at infinity.
+    for n in [1usize, 2, 1000, (1 << 16) + 3, 1 << 20] {
+        let mut points = g1_points(n, n as u64);
+        let mut values = scalars(n, n as u64 + 1);
+        for i in (0..n).step_by(7) {
+            values[i] = Scalar::ZERO;
+        }
+        for i in (3..n).step_by(11) {
+            points[i] = cuzk_core::Bls12G1Affine::default();
+        }
+        let bytes: Vec<u8> = values.iter().flat_map(|s| s.to_bytes_le()).collect();
+        let cpu = cuzk_sys::g1_msm(&points, &bytes)?;
+        let ours = cuzk_sys::gpu::msm_g1(0, &points, &values)?;
+        report(
+            ours == cpu,
+            format!("G1 MSM n={n} equals blst (zeros and infinity included)"),
+            &mut failures,
+        );
+    }
+
+    // NTT round trips, and the forward NTT against the CPU FFT.
+    for lg in [1u32, 10, 16, 20, 24] {
+        let n = 1usize << lg;
+        let original = scalars(n, lg as u64);
+        let mut data = original.clone();
+        cuzk_sys::gpu::ntt(0, &mut data, false, false)?;
+        if lg <= 20 {
+            let mut cpu = original.clone();
+            cuzk_core::domain::Domain::for_size(n).unwrap().fft(&mut cpu);
+            report(
+                cpu == data,
+                format!("NTT 2^{lg} equals the CPU FFT"),
+                &mut failures,
+            );
+        }
+        cuzk_sys::gpu::ntt(0, &mut data, true, false)?;
+        report(data == original, format!("NTT 2^{lg} round trip"), &mut failures);
+        let mut coset = original.clone();
+        cuzk_sys::gpu::ntt(0, &mut coset, false, true)?;
+        cuzk_sys::gpu::ntt(0, &mut coset, true, true)?;
+        report(
+            coset == original,
+            format!("coset NTT 2^{lg} round trip"),
+            &mut failures,
+        );
+    }
+
+    // Whole proofs: GPU bytes equal CPU bytes for the same r and s.
+    let mut sizes: Vec<usize> = vec![1 << 10, (1 << 10) + 1, (1 << 14) - 3, 1 << 16, (1 << 17) + 5];
+    sizes.extend((18..=args.max_log2).step_by(2).map(|k| 1usize << k));
+    for n in sizes {
+        let assignment = shaped_assignment(n, 2, n as u64);
+        let params = Arc::new(shaped_parameters(&assignment, 1));
+        let (r, s) = (Scalar::from(n as u64 * 3 + 1), Scalar::from(n as u64 * 5 + 2));
+        let cpu = cpu_proof(assignment.clone(), &params, r, s)?;
+        let t = Instant::now();
+        let (ours, timings) = gpu_proof(&gpu, assignment, &params, Randomness::Fixed { r, s })?;
+        report(
+            proof_to_bytes(&ours) == cpu,
+            format!(
+                "proof n={n}: GPU bytes equal CPU bytes ({:.0} ms, CUDA region {:.0} ms)",
+                t.elapsed().as_secs_f64() * 1e3,
+                timings.gpu_region.as_secs_f64() * 1e3
+            ),
+            &mut failures,
+        );
+    }
+
+    // A real circuit with real (bellperson-generated) parameters: the GPU
+    // proof verifies with bellperson's verifier.
+    let circuit = cuzk_core::SyntheticCircuit::new(1 << 12, vec![Scalar::ONE, Scalar::ZERO], 3)
+        .map_err(anyhow::Error::msg)?;
+    let dir = tempdir()?;
+    let cache = cuzk_core::ParameterCache::new(&dir)?;
+    let (params, _) = cache.load_or_generate(&circuit.circuit_id(), || circuit.clone())?;
+    let params = Arc::new(params);
+    let assignment = cuzk_core::synthesize(circuit.clone(), circuit.size_hint())?;
+    let (proof, _) = gpu_proof(&gpu, assignment, &params, Randomness::Secure)?;
+    let verified = cuzk_core::Verifier::new(&params.vk)
+        .verify(&proof, circuit.public_inputs())
+        .map_err(anyhow::Error::msg)?;
+    report(
+        verified,
+        "GPU proof of a 2^12 synthetic circuit verifies with bellperson".into(),
+        &mut failures,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    println!("{failures} failed");
+    if failures > 0 {
+        bail!("{failures} GPU checks failed");
+    }
+    Ok(())
+}
+
+fn tempdir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("cuzk-gpu-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    if args.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    if args.supraseal && !cfg!(feature = "supraseal") {
+        bail!("--supraseal needs a build with --features supraseal");
+    }
+    std::fs::create_dir_all(&args.dir)?;
+    let mut rows = Vec::new();
+    for &k in &args.log2 {
+        let n = 1usize << k;
+        let t = Instant::now();
+        let assignment = shaped_assignment(n, 2, k as u64);
+        let params = Arc::new(shaped_parameters(&assignment, k as u64));
+        println!(
+            "2^{k}: shaped assignment and parameters in {:.1}s",
+            t.elapsed().as_secs_f64()
+        );
+        let (r, s) = (Scalar::from(7u64), Scalar::from(11u64));
+
+        // Ours: one warm-up (uploads the parameters), then timed runs.
+        let gpu = gpu()?;
+        let mut ours_bytes = [0u8; 192];
+        let (mut totals, mut phases) = (Vec::new(), Vec::new());
+        for run in 0..=args.repeat {
+            let assignment = assignment.clone();
+            let t = Instant::now();
+            let (proof, timings) = gpu_proof(&gpu, assignment, &params, Randomness::Fixed { r, s })?;
+            let total = t.elapsed();
+            ours_bytes = proof_to_bytes(&proof);
+            if run > 0 {
+                totals.push(total);
+                phases.push(timings);
+            }
+        }
+        let cpu_bytes = if k <= 22 {
+            Some(cpu_proof(assignment.clone(), &params, r, s)?)
+        } else {
+            None
+        };
+        let ours = median(totals);
+        let p = |f: &dyn Fn(&cuzk_core::ProveTimings) -> Duration| ms(median(phases.iter().map(f).collect()));
+        println!(
+            "2^{k} ours: {:.0} ms/partition (prepare {:.0}, lock wait {:.0}, CUDA region {:.0} = upload {:.0} + NTTs {:.0} + H {:.0} + L {:.0} + A {:.0} + B_G1 {:.0}; B_G2 on CPU {:.0}, finish waited {:.0}, epilogue {:.1})",
+            ms(ours),
+            p(&|t| t.prepare),
+            p(&|t| t.lock_wait),
+            p(&|t| t.gpu_region),
+            p(&|t| t.upload),
+            p(&|t| t.h_fft),
+            p(&|t| t.h_msm),
+            p(&|t| t.l_msm),
+            p(&|t| t.a_msm),
+            p(&|t| t.b_g1_msm),
+            p(&|t| t.b_g2_msm),
+            p(&|t| t.g2_wait),
+            p(&|t| t.epilogue),
+        );
+        if let Some(cpu) = cpu_bytes {
+            println!("2^{k} ours equals the CPU prover: {}", cpu == ours_bytes);
+        }
+        drop(gpu);
+
+        let mut theirs = None;
+        if args.supraseal {
+            let path = args.dir.join(format!("shaped-{k}.params"));
+            let t = Instant::now();
+            params.write(&path)?;
+            println!(
+                "2^{k}: parameter file written in {:.1}s",
+                t.elapsed().as_secs_f64()
+            );
+            // Free our copy before supraseal loads its own.
+            let params_bytes = params.size_bytes();
+            drop(params);
+            theirs = Some(supraseal_run(&path, &assignment, r, s, args.repeat, ours_bytes)?);
+            let _ = std::fs::remove_file(&path);
+            println!("2^{k}: parameters {} MiB", params_bytes >> 20);
+        }
+        rows.push((k, ours, theirs));
+    }
+    println!();
+    println!("| k | cuzk (ms/partition) | supraseal-c2 (ms/partition) | speed-up | same proof bytes |");
+    println!("|---|---|---|---|---|");
+    for (k, ours, theirs) in rows {
+        match theirs {
+            Some((t, same)) => println!(
+                "| {k} | {:.0} | {:.0} | {:.2}x | {same} |",
+                ms(ours),
+                ms(t),
+                ms(t) / ms(ours)
+            ),
+            None => println!("| {k} | {:.0} | - | - | - |", ms(ours)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(feature = "supraseal")]
+fn supraseal_run(
+    path: &std::path::Path,
+    assignment: &ProvingAssignment,
+    r: Scalar,
+    s: Scalar,
+    repeat: usize,
+    ours: [u8; 192],
+) -> anyhow::Result<(Duration, bool)> {
+    let t = Instant::now();
+    let srs = supraseal_c2::SRS::try_new(path.to_path_buf(), false)
+        .map_err(|e| anyhow::anyhow!("{}", String::from(e)))?;
+    println!("supraseal-c2: SRS loaded in {:.1}s", t.elapsed().as_secs_f64());
+    let words = |d: &cuzk_core::DensityBitmap| d.words().as_ptr() as *const usize;
+    let job = supraseal_c2::Assignment::<Scalar> {
+        a_aux_density: words(&assignment.a_aux_density),
+        a_aux_bit_len: assignment.a_aux_density.len(),
+        a_aux_popcount: assignment.a_aux_density.count_ones(),
+        b_inp_density: words(&assignment.b_input_density),
+        b_inp_bit_len: assignment.b_input_density.len(),
+        b_inp_popcount: assignment.b_input_density.count_ones(),
+        b_aux_density: words(&assignment.b_aux_density),
+        b_aux_bit_len: assignment.b_aux_density.len(),
+        b_aux_popcount: assignment.b_aux_density.count_ones(),
+        a: assignment.a.as_ptr(),
+        b: assignment.b.as_ptr(),
+        c: assignment.c.as_ptr(),
+        abc_size: assignment.a.len(),
+        inp_assignment_data: assignment.input_assignment.as_ptr(),
+        inp_assignment_size: assignment.input_assignment.len(),
+        aux_assignment_data: assignment.aux_assignment.as_ptr(),
+        aux_assignment_size: assignment.aux_assignment.len(),
+    };
+    let mut times = Vec::new();
+    let mut same = false;
+    for run in 0..=repeat {
+        let mut proofs = vec![cuzk_core::Proof::<cuzk_core::Bls12> {
+            a: Default::default(),
+            b: Default::default(),
+            c: Default::default(),
+        }];
+        let t = Instant::now();
+        supraseal_c2::generate_groth16_proofs(std::slice::from_ref(&job), &[r], &[s], &mut proofs, &srs);
+        let took = t.elapsed();
+        same = proof_to_bytes(&proofs[0]) == ours;
+        if run > 0 {
+            times.push(took);
+        } else {
+            println!("supraseal-c2: first call {:.0} ms", ms(took));
+        }
+    }
+    let median = median(times);
+    println!(
+        "supraseal-c2: {:.0} ms/partition; proof bytes equal ours: {same}",
+        ms(median)
+    );
+    Ok((median, same))
+}
+
+#[cfg(not(feature = "supraseal"))]
+fn supraseal_run(
+    _: &std::path::Path,
+    _: &ProvingAssignment,
+    _: Scalar,
+    _: Scalar,
+    _: usize,
+    _: [u8; 192],
+) -> anyhow::Result<(Duration, bool)> {
+    bail!("built without the supraseal feature")
+}

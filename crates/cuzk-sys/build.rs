@@ -1,0 +1,18 @@
+//! Compiles the CUDA kernels when the `cuda` feature is on; nothing otherwise.
+fn main() {
+    println!("cargo:rerun-if-changed=cuda");
+    println!("cargo:rerun-if-env-changed=NVCC_APPEND_FLAGS");
+    if std::env::var_os("CARGO_FEATURE_CUDA").is_none() {
+        return;
+    }
+    #[cfg(feature = "cuda")]
+    {
+        let mut nvcc = sppark::build::ccmd();
+        nvcc.define("FEATURE_BLS12_381", None);
+        nvcc.flag("-O3");
+        // Link the CUDA runtime statically: the binary then needs only the
+        // driver's libcuda.so.1 on the GPU machine.
+        nvcc.cudart("static");
+        nvcc.file("cuda/cuzk_gpu.cu").compile("cuzk_gpu");
+    }
+}
