@@ -260,6 +260,13 @@ pub(crate) fn input_msms(params: &ProvingParameters, w: &Witness) -> (G1Projecti
     )
 }
 
+impl PendingProof {
+    /// Phase times so far (the G2 and epilogue fields fill in at `finish`).
+    pub fn timings(&self) -> &ProveTimings {
+        &self.timings
+    }
+}
+
 /// Joins the B G2 MSM and assembles the proof from the MSM results a, b1, b2,
 /// h, l: A = alpha + a + r*delta, B = beta + b2 + s*delta,
 /// C = s*a + r*b1 + r*s*delta + s*alpha + r*beta + h + l.

@@ -79,7 +79,9 @@ impl Default for SynthesisSection {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct GpusSection {
-    /// GPU ordinals to use (empty = all). Ignored by the CPU backend.
+    /// Prove on GPUs when the build has the CUDA backend and one is present.
+    pub enabled: bool,
+    /// GPU ordinals to use (empty = all visible; CUDA_VISIBLE_DEVICES applies first).
     pub devices: Vec<u32>,
     /// Prover workers per device.
     pub gpu_workers_per_device: usize,
@@ -90,6 +92,7 @@ pub struct GpusSection {
 impl Default for GpusSection {
     fn default() -> Self {
         Self {
+            enabled: true,
             devices: Vec::new(),
             gpu_workers_per_device: 2,
             gpu_threads: 0,
@@ -275,6 +278,8 @@ impl Config {
             memory_budget: self.memory_budget()?,
             result_ttl: Duration::from_secs(self.pipeline.result_ttl_secs),
             result_capacity: self.pipeline.result_capacity,
+            use_gpu: self.gpus.enabled,
+            gpu_devices: self.gpus.devices.clone(),
         })
     }
 }

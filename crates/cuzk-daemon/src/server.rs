@@ -41,7 +41,6 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             .await?
             .context("starting the engine")?,
     );
-    tracing::warn!("no GPU backend in this build: proving on the CPU backend");
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter

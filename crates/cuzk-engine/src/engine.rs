@@ -8,6 +8,7 @@ use crate::sched::{Dispatch, Handoff, Rank, ReadyItem, WorkItem};
 use crate::srs::{SrsManager, SrsStatus};
 use crate::timeline;
 use crate::EngineError;
+use cuzk_core::gpu::{GpuOutcome, GpuProver};
 use cuzk_core::{finish, proof_to_bytes, prove_start, ParameterCache, PendingProof, Randomness, Verifier};
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -38,6 +39,10 @@ pub struct EngineConfig {
     pub result_ttl: Duration,
     /// How many finished results are kept at most.
     pub result_capacity: usize,
+    /// Prove on the GPUs when the build has the CUDA backend and a GPU is present.
+    pub use_gpu: bool,
+    /// GPU ordinals to use (empty = all visible).
+    pub gpu_devices: Vec<u32>,
 }
 
 impl Default for EngineConfig {
@@ -52,6 +57,8 @@ impl Default for EngineConfig {
             memory_budget: 4 << 30,
             result_ttl: Duration::from_secs(600),
             result_capacity: 10_000,
+            use_gpu: true,
+            gpu_devices: Vec::new(),
         }
     }
 }
@@ -128,7 +135,7 @@ struct JobTable {
     finished: VecDeque<(Instant, String)>,
 }
 
-/// The CPU backend counts as one device until the CUDA backend exists.
+/// A prover device: a GPU, or the CPU backend counted as one device.
 #[derive(Debug, Default)]
 struct Device {
     current: Mutex<Option<(String, ProofKind)>>,
@@ -150,6 +157,7 @@ struct Shared {
     srs: SrsManager,
     jobs: Mutex<JobTable>,
     devices: Vec<Device>,
+    gpu: Option<GpuProver>,
     metrics: Metrics,
     next_seq: AtomicU64,
     accepting: AtomicBool,
@@ -185,12 +193,34 @@ impl Engine {
         let cache = ParameterCache::new(&config.param_cache).map_err(|e| EngineError::Srs(e.to_string()))?;
         let metrics = Metrics::new();
         metrics.budget_bytes.set(config.memory_budget as i64);
+        let gpu = if config.use_gpu {
+            GpuProver::detect(&config.gpu_devices)
+        } else {
+            None
+        };
+        match &gpu {
+            Some(gpu) => {
+                for d in gpu.devices() {
+                    tracing::info!(
+                        device = d.ordinal(),
+                        name = %d.info().name,
+                        vram_mib = d.info().total_bytes >> 20,
+                        "GPU backend"
+                    );
+                }
+            }
+            None => tracing::warn!(
+                "no GPU backend (no CUDA device, build without --features cuda, or disabled): proving on the CPU"
+            ),
+        }
+        let device_count = gpu.as_ref().map_or(1, |g| g.devices().len());
         let shared = Arc::new(Shared {
             dispatch: Dispatch::new(config.memory_budget),
             handoff: Handoff::new(config.max_gpu_queue_depth),
             srs: SrsManager::new(cache, config.srs_memory_limit),
             jobs: Mutex::new(JobTable::default()),
-            devices: vec![Device::default()],
+            devices: (0..device_count).map(|_| Device::default()).collect(),
+            gpu,
             metrics,
             next_seq: AtomicU64::new(0),
             accepting: AtomicBool::new(true),
@@ -265,7 +295,7 @@ impl Engine {
                 return Ok(SubmitOutcome {
                     job_id: job.id.clone(),
                     queue_position: queue_position(&jobs, job),
-                    assigned_device: "cpu:0".into(),
+                    assigned_device: String::new(),
                     duplicate: true,
                 });
             }
@@ -307,7 +337,8 @@ impl Engine {
         Ok(SubmitOutcome {
             job_id: id,
             queue_position: position,
-            assigned_device: "cpu:0".into(),
+            // Partitions go to whichever device frees up first.
+            assigned_device: String::new(),
             duplicate: false,
         })
     }
@@ -413,11 +444,15 @@ impl Engine {
             .enumerate()
             .map(|(ordinal, device)| {
                 let current = lock(&device.current).clone();
+                let gpu = shared.gpu.as_ref().map(|g| &g.devices()[ordinal]);
                 DeviceStatus {
-                    ordinal: ordinal as u32,
-                    name: "CPU backend (no GPU backend in this build)".into(),
-                    vram_total_bytes: 0,
-                    vram_free_bytes: 0,
+                    ordinal: gpu.map_or(ordinal, |g| g.ordinal()) as u32,
+                    name: gpu.map_or_else(
+                        || "CPU backend (no GPU in use)".to_string(),
+                        |g| g.info().name.clone(),
+                    ),
+                    vram_total_bytes: gpu.map_or(0, |g| g.info().total_bytes),
+                    vram_free_bytes: gpu.map_or(0, |g| g.free_bytes()),
                     current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
                     current_proof_kind: current.map(|c| c.1.name().to_string()).unwrap_or_default(),
                 }
@@ -640,11 +675,40 @@ fn prover_worker(shared: &Shared, device: usize, name: &str, finished: mpsc::Sen
         *lock(&shared.devices[device].current) = Some((job.id.clone(), job.kind));
         timeline::event("prover_start", &job.id, partition, name);
         let started = Instant::now();
-        let pending = prove_start(assignment, &params, Randomness::Secure);
+        let pending = match &shared.gpu {
+            Some(gpu) => match gpu.prove_start(device, assignment, &params, Randomness::Secure) {
+                GpuOutcome::Started(pending) => Ok(pending),
+                GpuOutcome::Failed(e) => Err(e),
+                GpuOutcome::Fallback { reason, assignment } => {
+                    tracing::warn!(job = %job.id, partition, %reason, "GPU could not prove; using the CPU backend for this partition");
+                    prove_start(assignment, &params, Randomness::Secure)
+                }
+            },
+            None => prove_start(assignment, &params, Randomness::Secure),
+        };
         // The a/b/c vectors are gone: give the memory back now, before the
         // G2 MSM and epilogue, so the next partition can be synthesised.
         drop(permit);
-        timeline::event("prover_gpu_end", &job.id, partition, name);
+        match &pending {
+            Ok(p) => {
+                let t = p.timings();
+                timeline::event_with(
+                    "prover_gpu_end",
+                    &job.id,
+                    partition,
+                    name,
+                    &format!(
+                        "lock_wait_ms={} gpu_ms={} upload_ms={} ntt_ms={} h_msm_ms={}",
+                        t.lock_wait.as_millis(),
+                        t.gpu_region.as_millis(),
+                        t.upload.as_millis(),
+                        t.h_fft.as_millis(),
+                        t.h_msm.as_millis()
+                    ),
+                );
+            }
+            Err(_) => timeline::event("prover_gpu_end", &job.id, partition, name),
+        }
         shared
             .metrics
             .phase_seconds

@@ -10,12 +10,18 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub(crate) fn event(event: &str, job: &str, partition: usize, worker: &str) {
+    event_with(event, job, partition, worker, "");
+}
+
+/// An event with extra `key=value` fields appended (e.g. GPU phase times).
+pub(crate) fn event_with(event: &str, job: &str, partition: usize, worker: &str, extra: &str) {
     let t_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or(0);
     tracing::info!(
         target: "cuzk::timeline",
-        "TIMELINE t_ms={t_ms} event={event} job={job} partition={partition} worker={worker}"
+        "TIMELINE t_ms={t_ms} event={event} job={job} partition={partition} worker={worker}{}{extra}",
+        if extra.is_empty() { "" } else { " " }
     );
 }

@@ -6,8 +6,11 @@
 // sppark's {code, message} (nothing unwinds into Rust).
 
 #include <cuda.h>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <future>
+#include <thread>
 #include <vector>
 
 #include <ff/bls12-381.hpp>
@@ -20,7 +23,13 @@ typedef bucket_t::affine_t affine_t;
 typedef affine_t::mem_t affine_h;
 typedef fr_t scalar_t;
 
+// sppark's radix-sort kernel is a plain (non-template) __global__ named
+// `sort`; another sppark-based library in the same binary (supraseal-c2 in
+// the benchmark) defines it too. Renaming it inside this translation unit
+// keeps the two from colliding at link time.
+#define sort cuzk_pippenger_sort
 #include <msm/pippenger.cuh>
+#undef sort
 #include <ntt/ntt.cuh>
 
 // Device-resident points are held as affine_t: passing msm_t::invoke a

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (through the device tool), with the binary built
+# here by scripts/gpu-build.sh carried in .gpu/:
+#   scripts/gpu-run.sh check            correctness checks (gpu-check)
+#   scripts/gpu-run.sh bench K...       gpu-bench beside supraseal-c2 at 2^K
+# Logs go to $OUT (or ./gpu-logs when run by hand).
+set -uo pipefail
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+bin=.gpu/cuzk-bench
+nvidia-smi --query-gpu=name,memory.total,memory.used,clocks.sm,clocks.max.sm --format=csv >"$out/nvidia-smi.txt" 2>&1
+cat "$out/nvidia-smi.txt"
+nproc; free -g | head -2
+mode=${1:-check}; shift || true
+case "$mode" in
+  check)
+    "$bin" gpu-check --max-log2 "${MAX_LOG2:-22}" 2>&1 | tee "$out/gpu-check.log"
+    ;;
+  bench)
+    args=()
+    for k in "$@"; do args+=(--log2 "$k"); done
+    "$bin" gpu-bench "${args[@]}" --supraseal --repeat "${REPEAT:-3}" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
+    ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac
