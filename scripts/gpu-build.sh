@@ -7,4 +7,5 @@ eval "$(scripts/install-cuda.sh)"
 CARGO_TARGET_DIR=target-cuda cargo build --release -p cuzk-bench --features supraseal
 mkdir -p .gpu
 strip -o .gpu/cuzk-bench target-cuda/release/cuzk-bench
-ls -la .gpu/cuzk-bench
+xz -T2 -6 -f .gpu/cuzk-bench
+ls -la .gpu/

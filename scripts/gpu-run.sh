@@ -7,7 +7,10 @@
 set -uo pipefail
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
-bin=.gpu/cuzk-bench
+bin=/tmp/cuzk-bench
+# Carried xz-compressed: the stripped binary (two sppark-based CUDA libraries,
+# fat binaries for several GPU generations) is over the carry limit.
+xz -dc .gpu/cuzk-bench.xz >"$bin" && chmod +x "$bin" || exit 1
 nvidia-smi --query-gpu=name,memory.total,memory.used,clocks.sm,clocks.max.sm --format=csv >"$out/nvidia-smi.txt" 2>&1
 cat "$out/nvidia-smi.txt"
 nproc; free -g | head -2

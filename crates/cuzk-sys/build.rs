@@ -9,6 +9,12 @@ fn main() {
     {
         let mut nvcc = sppark::build::ccmd();
         nvcc.define("FEATURE_BLS12_381", None);
+        // Host-side field arithmetic in the .cu calls into blst, which picks
+        // its ADX (mulx) code the same way: by the build machine's CPU.
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("adx") {
+            nvcc.define("__ADX__", None);
+        }
         nvcc.flag("-O3");
         // Link the CUDA runtime statically: the binary then needs only the
         // driver's libcuda.so.1 on the GPU machine.
