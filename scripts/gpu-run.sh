@@ -17,12 +17,12 @@ nproc; free -g | head -2
 mode=${1:-check}; shift || true
 case "$mode" in
   check)
-    "$bin" gpu-check --max-log2 "${MAX_LOG2:-22}" 2>&1 | tee "$out/gpu-check.log"
+    timeout "${CHECK_TIMEOUT:-240}" "$bin" gpu-check --max-log2 "${MAX_LOG2:-22}" 2>&1 | tee "$out/gpu-check.log"
     ;;
   bench)
     args=()
     for k in "$@"; do args+=(--log2 "$k"); done
-    "$bin" gpu-bench "${args[@]}" --supraseal --repeat "${REPEAT:-3}" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
+    timeout "${BENCH_TIMEOUT:-420}" "$bin" gpu-bench "${args[@]}" --supraseal --repeat "${REPEAT:-3}" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -27,6 +27,12 @@ pub use cuzk_sys::gpu::GpuError;
 /// partition's working set (NTT and MSM temporaries, the CUDA context).
 const VRAM_SLACK: u64 = 2 << 30;
 
+/// Domains below this are proved on the CPU: too small to pay for the GPU
+/// (and sppark's MSM is not relied on for tiny inputs).
+pub const GPU_MIN_DOMAIN: usize = 1 << 14;
+/// MSM parts with fewer points than this run on the CPU beside the GPU.
+const GPU_MIN_MSM: usize = 1 << 12;
+
 /// What `prove_start` on a GPU came to.
 #[derive(Debug)]
 pub enum GpuOutcome {
@@ -123,6 +129,12 @@ impl GpuProver {
             Ok(v) => v,
             Err(e) => return GpuOutcome::Failed(e),
         };
+        if domain.size() < GPU_MIN_DOMAIN {
+            return GpuOutcome::Fallback {
+                reason: format!("domain 2^{} is below the GPU minimum", domain.size().trailing_zeros()),
+                assignment,
+            };
+        }
         let mut timings = ProveTimings::default();
         let started = Instant::now();
         // The witness as the MSMs read it; the assignment itself stays whole
@@ -138,7 +150,7 @@ impl GpuProver {
             b_input_density: assignment.b_input_density.clone(),
             b_aux_density: assignment.b_aux_density.clone(),
         });
-        let (l_split, (a_split, b_split)) = rayon::join(
+        let (mut l_split, (mut a_split, mut b_split)) = rayon::join(
             || split_msm(&witness.aux, None),
             || {
                 rayon::join(
@@ -146,6 +158,14 @@ impl GpuProver {
                     || split_msm(&witness.aux, Some(&witness.b_aux_density)),
                 )
             },
+        );
+        let num_inputs = assignment.input_assignment.len();
+        let b_inputs = witness.b_input_density.count_ones();
+        // Small parts go to the CPU (blst), the rest to the GPU.
+        let (small_l, small_a, small_b) = (
+            take_small(&mut l_split, &params.l),
+            take_small(&mut a_split, &params.a[num_inputs..]),
+            take_small(&mut b_split, &params.b_g1[b_inputs..]),
         );
         timings.prepare = started.elapsed();
         let b_g2 = match spawn_b_g2(params, &witness) {
@@ -157,8 +177,6 @@ impl GpuProver {
         let z_inv = (g.pow_vartime([domain.size() as u64]) - Scalar::ONE)
             .invert()
             .unwrap();
-        let num_inputs = assignment.input_assignment.len();
-        let b_inputs = witness.b_input_density.count_ones();
         fn plan(split: &crate::msm::MsmSplit, offset: usize) -> MsmPlan<'_> {
             MsmPlan {
                 offset,
@@ -217,13 +235,38 @@ impl GpuProver {
             r,
             s,
             output.h,
-            output.l,
-            a_inputs + output.a_aux,
-            b_g1_inputs + output.b_aux,
+            output.l + small_l,
+            a_inputs + output.a_aux + small_a,
+            b_g1_inputs + output.b_aux + small_b,
             b_g2,
             timings,
         ))
     }
+}
+
+/// Moves the parts of `split` too small for the GPU to the CPU: the whole
+/// MSM when it covers few points, else just the "other" scalars when they
+/// are few. Returns their sum and leaves the GPU the rest.
+fn take_small(split: &mut crate::msm::MsmSplit, section: &[blstrs::G1Affine]) -> blstrs::G1Projective {
+    use group::Group;
+    let mut sum = blstrs::G1Projective::identity();
+    if split.npoints < GPU_MIN_MSM {
+        let ones: Vec<blstrs::G1Affine> = (0..split.npoints)
+            .filter(|&i| split.ones_bitmap[i / 32] >> (i % 32) & 1 == 1)
+            .map(|i| section[i])
+            .collect();
+        sum += cuzk_sys::g1_sum(&ones);
+        split.ones_bitmap.iter_mut().for_each(|w| *w = 0);
+        split.npoints = 0;
+    }
+    if split.other_index.len() < GPU_MIN_MSM {
+        let points: Vec<blstrs::G1Affine> = split.other_index.iter().map(|&i| section[i as usize]).collect();
+        let bytes: Vec<u8> = split.other_scalars.iter().flatten().copied().collect();
+        sum += cuzk_sys::g1_msm(&points, &bytes).expect("equal lengths");
+        split.other_index.clear();
+        split.other_scalars.clear();
+    }
+    sum
 }
 
 /// The device-resident copy of `params`' G1 sections, uploading them (and
