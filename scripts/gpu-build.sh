@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/install-cuda.sh)"
-CARGO_TARGET_DIR=target-cuda cargo build --release -p cuzk-bench --features supraseal
+CARGO_TARGET_DIR=target-cuda cargo build --release -p cuzk-bench --features "${FEATURES:-cuda}"
 mkdir -p .gpu
 strip -o .gpu/cuzk-bench target-cuda/release/cuzk-bench
 xz -T2 -6 -f .gpu/cuzk-bench

@@ -22,7 +22,7 @@ case "$mode" in
   bench)
     args=()
     for k in "$@"; do args+=(--log2 "$k"); done
-    timeout "${BENCH_TIMEOUT:-420}" "$bin" gpu-bench "${args[@]}" --supraseal --repeat "${REPEAT:-3}" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
+    timeout "${BENCH_TIMEOUT:-420}" "$bin" gpu-bench "${args[@]}" ${SUPRASEAL:+--supraseal} --repeat "${REPEAT:-3}" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
