@@ -131,7 +131,10 @@ impl GpuProver {
         };
         if domain.size() < GPU_MIN_DOMAIN {
             return GpuOutcome::Fallback {
-                reason: format!("domain 2^{} is below the GPU minimum", domain.size().trailing_zeros()),
+                reason: format!(
+                    "domain 2^{} is below the GPU minimum",
+                    domain.size().trailing_zeros()
+                ),
                 assignment,
             };
         }

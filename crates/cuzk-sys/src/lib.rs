@@ -193,9 +193,18 @@ mod tiny_tests {
     fn two_points_one_zero_scalar() {
         let p = (G1Projective::generator() * Scalar::from(5u64)).to_affine();
         let q = (G1Projective::generator() * Scalar::from(7u64)).to_affine();
-        let s: Vec<u8> = [Scalar::ZERO, Scalar::from(3u64)].iter().flat_map(|s| s.to_bytes_le()).collect();
-        assert_eq!(g1_msm(&[p, q], &s).unwrap(), G1Projective::generator() * Scalar::from(21u64));
-        let s: Vec<u8> = [Scalar::ZERO, Scalar::ZERO].iter().flat_map(|s| s.to_bytes_le()).collect();
+        let s: Vec<u8> = [Scalar::ZERO, Scalar::from(3u64)]
+            .iter()
+            .flat_map(|s| s.to_bytes_le())
+            .collect();
+        assert_eq!(
+            g1_msm(&[p, q], &s).unwrap(),
+            G1Projective::generator() * Scalar::from(21u64)
+        );
+        let s: Vec<u8> = [Scalar::ZERO, Scalar::ZERO]
+            .iter()
+            .flat_map(|s| s.to_bytes_le())
+            .collect();
         assert_eq!(g1_msm(&[p, q], &s).unwrap(), G1Projective::identity());
     }
 }
