@@ -2,7 +2,9 @@
 # Runs on the GPU machine (through the device tool), with the binary built
 # here by scripts/gpu-build.sh carried in .gpu/:
 #   scripts/gpu-run.sh check            correctness checks (gpu-check)
-#   scripts/gpu-run.sh bench K...       gpu-bench beside supraseal-c2 at 2^K
+#   scripts/gpu-run.sh bench K...       gpu-bench at 2^K (SUPRASEAL=1: beside supraseal-c2,
+#                                       which needs a binary built with FEATURES=supraseal)
+#   scripts/gpu-run.sh probe            where a hanging GPU MSM stops (cuda-gdb, memcheck)
 # Logs go to $OUT (or ./gpu-logs when run by hand).
 set -uo pipefail
 out=${OUT:-gpu-logs}
@@ -23,6 +25,15 @@ case "$mode" in
     args=()
     for k in "$@"; do args+=(--log2 "$k"); done
     timeout "${BENCH_TIMEOUT:-420}" "$bin" gpu-bench "${args[@]}" ${SUPRASEAL:+--supraseal} --repeat "${REPEAT:-3}" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
+    ;;
+  probe)
+    # Where does a GPU MSM stop? Every thread's stack after 40 s (host side:
+    # a wait in cudaStreamSynchronize means a kernel that does not finish),
+    # the CUDA kernels running then, and a memcheck pass.
+    timeout -s INT 40 cuda-gdb -batch -ex run -ex "thread apply all bt 12" -ex "info cuda kernels" \
+      --args "$bin" gpu-check --only msm --msm-sizes "${PROBE_N:-4103}" 2>&1 | tail -300 | tee "$out/probe-gdb.log"
+    timeout 120 compute-sanitizer --tool memcheck "$bin" gpu-check --only msm --msm-sizes "${PROBE_N:-4103}" \
+      2>&1 | tail -100 | tee "$out/probe-sanitizer.log"
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
