@@ -2,9 +2,7 @@
 fn main() {
     println!("cargo:rerun-if-changed=cuda");
     println!("cargo:rerun-if-env-changed=NVCC_APPEND_FLAGS");
-    if std::env::var_os("CARGO_FEATURE_CUDA").is_none() {
-        return;
-    }
+    // Only with the `cuda` feature (nothing to do otherwise).
     #[cfg(feature = "cuda")]
     {
         let mut nvcc = sppark::build::ccmd();

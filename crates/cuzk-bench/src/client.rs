@@ -3,12 +3,12 @@
 
 use anyhow::{bail, Context};
 use clap::Args;
-use cuzk_engine::{Engine, EngineConfig, JobStatus, Priority, ProofKind, ProofRequest};
+use cuzk_engine::{Engine, EngineConfig, Priority, ProofKind, ProofRequest};
 use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tonic::transport::{Channel, Endpoint, Uri};
+use tonic::transport::Channel;
 
 /// Where the engine is.
 #[derive(Args, Debug, Clone)]
@@ -69,25 +69,9 @@ impl Client {
             let engine = tokio::task::spawn_blocking(move || Engine::start(config)).await??;
             return Ok(Client::Embedded(Arc::new(engine)));
         }
-        let channel = if let Some(path) = target.addr.strip_prefix("unix://") {
-            let path = PathBuf::from(path);
-            // The URI is required by the API but unused: the connector dials the socket.
-            Endpoint::try_from("http://[::]:0")?
-                .connect_with_connector(tower::service_fn(move |_: Uri| {
-                    let path = path.clone();
-                    async move {
-                        let stream = tokio::net::UnixStream::connect(path).await?;
-                        Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
-                    }
-                }))
-                .await
-                .with_context(|| format!("connecting to {}", target.addr))?
-        } else {
-            Endpoint::try_from(target.addr.clone())?
-                .connect()
-                .await
-                .with_context(|| format!("connecting to {}", target.addr))?
-        };
+        let channel = cuzk_proto::connect(&target.addr)
+            .await
+            .with_context(|| format!("connecting to {}", target.addr))?;
         Ok(Client::Remote(
             ProvingEngineClient::new(channel)
                 .max_decoding_message_size(cuzk_proto::MAX_MESSAGE_BYTES)
@@ -143,27 +127,9 @@ impl Client {
                 })
                 .await?
                 .into_inner()),
-            Client::Embedded(engine) => {
-                let r = engine.wait(job_id, timeout).await?;
-                let status = match r.status {
-                    JobStatus::Completed => pb::await_proof_response::Status::Completed,
-                    JobStatus::Failed => pb::await_proof_response::Status::Failed,
-                    JobStatus::Cancelled => pb::await_proof_response::Status::Cancelled,
-                    JobStatus::Timeout => pb::await_proof_response::Status::Timeout,
-                };
-                let ms = |d: Duration| d.as_millis() as u64;
-                Ok(pb::AwaitProofResponse {
-                    job_id: r.job_id,
-                    status: status as i32,
-                    proof: r.proof,
-                    error_message: r.error,
-                    queue_wait_ms: ms(r.queue_wait),
-                    srs_load_ms: ms(r.srs_load),
-                    synthesis_ms: ms(r.synthesis),
-                    gpu_compute_ms: ms(r.prove),
-                    total_ms: ms(r.total),
-                })
-            }
+            Client::Embedded(engine) => Ok(cuzk_daemon::service::to_response(
+                engine.wait(job_id, timeout).await?,
+            )),
         }
     }
 

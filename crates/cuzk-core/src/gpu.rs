@@ -33,8 +33,10 @@ pub const GPU_MIN_DOMAIN: usize = 1 << 14;
 /// MSM parts with fewer points than this run on the CPU beside the GPU.
 const GPU_MIN_MSM: usize = 1 << 12;
 
-/// What `prove_start` on a GPU came to.
+/// What `prove_start` on a GPU came to. (Moved once per partition, so the
+/// size difference between the variants does not matter.)
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum GpuOutcome {
     /// The GPU part is done.
     Started(PendingProof),

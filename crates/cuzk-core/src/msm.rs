@@ -210,7 +210,9 @@ pub fn split_msm(scalars: &ScalarVector, density: Option<&DensityBitmap>) -> Msm
         }
     };
     let npoints = density.map_or(n, |d| d.count_ones());
-    let parts: Vec<(Vec<u32>, Vec<u32>, Vec<[u8; 32]>)> = starts
+    // Per chunk: ranks of the ones, ranks and values of the others.
+    type ChunkSplit = (Vec<u32>, Vec<u32>, Vec<[u8; 32]>);
+    let parts: Vec<ChunkSplit> = starts
         .par_iter()
         .enumerate()
         .map(|(chunk, &first)| {

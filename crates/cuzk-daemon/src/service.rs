@@ -60,7 +60,8 @@ fn to_request(submit: pb::SubmitProofRequest) -> Result<ProofRequest, Status> {
     })
 }
 
-fn to_response(result: JobResult) -> pb::AwaitProofResponse {
+/// An engine result in wire form.
+pub fn to_response(result: JobResult) -> pb::AwaitProofResponse {
     let status = match result.status {
         JobStatus::Completed => pb::await_proof_response::Status::Completed,
         JobStatus::Failed => pb::await_proof_response::Status::Failed,

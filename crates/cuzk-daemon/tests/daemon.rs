@@ -9,7 +9,7 @@ use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use tonic::transport::{Channel, Endpoint, Uri};
+use tonic::transport::Channel;
 use tonic::Code;
 
 type Client = ProvingEngineClient<Channel>;
@@ -107,24 +107,12 @@ impl Drop for Daemon {
 async fn connect(address: &str) -> Channel {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let attempt = if let Some(path) = address.strip_prefix("unix://") {
-            let path = PathBuf::from(path);
-            Endpoint::try_from("http://[::]:0")
-                .unwrap()
-                .connect_with_connector(tower::service_fn(move |_: Uri| {
-                    let path = path.clone();
-                    async move {
-                        let stream = tokio::net::UnixStream::connect(path).await?;
-                        Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
-                    }
-                }))
-                .await
+        let target = if address.starts_with("unix://") {
+            address.to_string()
         } else {
-            Endpoint::try_from(format!("http://{address}"))
-                .unwrap()
-                .connect()
-                .await
+            format!("http://{address}")
         };
+        let attempt = cuzk_proto::connect(&target).await;
         match attempt {
             Ok(channel) => return channel,
             Err(e) if Instant::now() > deadline => panic!("daemon did not come up at {address}: {e}"),
