@@ -14,6 +14,9 @@ fn main() {
             nvcc.define("__ADX__", None);
         }
         nvcc.flag("-O3");
+        // Never -G: the cc crate adds it whenever the profile has debug
+        // info, and unoptimised device code runs orders of magnitude slower.
+        nvcc.debug(false);
         // Link the CUDA runtime statically: the binary then needs only the
         // driver's libcuda.so.1 on the GPU machine.
         nvcc.cudart("static");
