@@ -4,6 +4,7 @@ mod admin;
 mod batch;
 mod client;
 mod compare;
+mod gen;
 mod gpu;
 
 use clap::{Parser, Subcommand};
@@ -43,6 +44,8 @@ enum Command {
     GpuCheck(gpu::CheckArgs),
     /// GPU partition prove time at full scale, optionally beside supraseal-c2.
     GpuBench(gpu::BenchArgs),
+    /// Write a synthetic parameter file of a production shape (streamed).
+    GenSrs(gen::GenArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -57,6 +60,7 @@ fn main() -> anyhow::Result<()> {
         Command::CompareCpu(args) => return compare::run(args),
         Command::GpuCheck(args) => return gpu::check(args),
         Command::GpuBench(args) => return gpu::bench(args),
+        Command::GenSrs(args) => return gen::run(args),
         other => other,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -67,7 +71,7 @@ fn main() -> anyhow::Result<()> {
             Command::Status(target) => admin::status(target).await,
             Command::Preload { target, circuit_id } => admin::preload(target, circuit_id).await,
             Command::Metrics(target) => admin::metrics(target).await,
-            Command::CompareCpu(_) | Command::GpuCheck(_) | Command::GpuBench(_) => {
+            Command::CompareCpu(_) | Command::GpuCheck(_) | Command::GpuBench(_) | Command::GenSrs(_) => {
                 unreachable!("handled above")
             }
         }

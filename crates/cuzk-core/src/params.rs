@@ -365,6 +365,122 @@ impl ProvingParameters {
     }
 }
 
+/// Writes a `.params` file section by section, for parameter sets too large
+/// to hold in memory: the verifying key, then the points of h, l, a, b_g1
+/// (through [`g1`](Self::g1)) and b_g2 (through [`g2`](Self::g2)) in order,
+/// then [`finish`](Self::finish), which checks every section is complete and
+/// renames the file into place.
+#[derive(Debug)]
+pub struct StreamingWriter {
+    path: PathBuf,
+    tmp: PathBuf,
+    out: BufWriter<File>,
+    sizes: [usize; 5],
+    section: usize,
+    written: usize,
+    counted: bool,
+}
+
+impl StreamingWriter {
+    /// Starts `path` (under a temporary name) with the verifying key and the
+    /// sizes the five sections will have.
+    pub fn create(path: &Path, vk: &VerifyingKey<Bls12>, sizes: [usize; 5]) -> Result<Self, ParamsError> {
+        let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+        let file = File::create(&tmp).map_err(io_error(path))?;
+        let mut out = BufWriter::with_capacity(8 << 20, file);
+        write_vk(vk, &mut out).map_err(io_error(path))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            tmp,
+            out,
+            sizes,
+            section: 0,
+            written: 0,
+            counted: false,
+        })
+    }
+
+    /// Appends G1 points (to h, l, a or b_g1, whichever is being written).
+    pub fn g1(&mut self, points: &[G1Affine]) -> Result<(), ParamsError> {
+        self.append(points, false)
+    }
+
+    /// Appends G2 points (to b_g2).
+    pub fn g2(&mut self, points: &[G2Affine]) -> Result<(), ParamsError> {
+        self.append(points, true)
+    }
+
+    fn write_count(&mut self) -> Result<(), ParamsError> {
+        if !self.counted {
+            let count = u32::try_from(self.sizes[self.section]).map_err(|_| ParamsError::WrongCircuit {
+                path: self.path.clone(),
+                what: "a section over 2^32 points".into(),
+            })?;
+            self.out
+                .write_all(&count.to_be_bytes())
+                .map_err(io_error(&self.path))?;
+            self.counted = true;
+        }
+        Ok(())
+    }
+
+    /// Moves past complete sections (writing the count of empty ones).
+    fn skip_full(&mut self) -> Result<(), ParamsError> {
+        while self.section < 5 && self.written == self.sizes[self.section] {
+            self.write_count()?;
+            self.section += 1;
+            self.written = 0;
+            self.counted = false;
+        }
+        Ok(())
+    }
+
+    fn append<P: FilePoint + Sync>(&mut self, mut points: &[P], g2: bool) -> Result<(), ParamsError> {
+        while !points.is_empty() {
+            self.skip_full()?;
+            if self.section == 5 || g2 != (self.section == 4) {
+                return Err(ParamsError::WrongCircuit {
+                    path: self.path.clone(),
+                    what: format!(
+                        "{} points given for section {} than announced",
+                        points.len(),
+                        self.section
+                    ),
+                });
+            }
+            self.write_count()?;
+            let room = self.sizes[self.section] - self.written;
+            let (now, later) = points.split_at(room.min(points.len()));
+            let bytes: Vec<u8> = now.par_iter().flat_map_iter(|p| p.encode()).collect();
+            self.out.write_all(&bytes).map_err(io_error(&self.path))?;
+            self.written += now.len();
+            points = later;
+        }
+        Ok(())
+    }
+
+    /// Checks every section is complete, flushes and renames into place.
+    pub fn finish(mut self) -> Result<(), ParamsError> {
+        self.skip_full()?;
+        if self.section != 5 {
+            let _ = std::fs::remove_file(&self.tmp);
+            return Err(ParamsError::WrongCircuit {
+                path: self.path.clone(),
+                what: format!(
+                    "section {} has {} of {} points",
+                    self.section, self.written, self.sizes[self.section]
+                ),
+            });
+        }
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| io_error(&self.path)(e.into_error()))?;
+        file.sync_all().map_err(io_error(&self.path))?;
+        std::fs::rename(&self.tmp, &self.path).map_err(io_error(&self.path))
+    }
+}
+
 /// Reads a `.vk` file.
 pub fn read_vk(path: &Path) -> Result<VerifyingKey<Bls12>, ParamsError> {
     let map = map_file(path)?;

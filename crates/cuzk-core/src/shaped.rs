@@ -51,6 +51,65 @@ fn bitmap(len: usize, density: f64, seed: u64, stream: u64) -> DensityBitmap {
     bits
 }
 
+/// The density bitmaps of a shaped assignment: A-aux 99.7 %, B-aux 25 %,
+/// B-input half of the inputs plus the constant one.
+fn densities(aux_len: usize, inputs: usize, seed: u64) -> (DensityBitmap, DensityBitmap, DensityBitmap) {
+    let (a_aux, b_aux) = rayon::join(
+        || bitmap(aux_len, 0.997, seed, 6),
+        || bitmap(aux_len, 0.25, seed, 7),
+    );
+    let mut b_input = bitmap(inputs + 1, 0.5, seed, 8);
+    b_input.set(0);
+    (a_aux, b_input, b_aux)
+}
+
+/// Section sizes of the parameters of a shaped partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Constraints (at most the domain size).
+    pub constraints: usize,
+    /// Public inputs including the constant one (= IC points).
+    pub inputs: usize,
+    /// H points: domain size - 1.
+    pub h: usize,
+    /// L points: aux variables.
+    pub l: usize,
+    /// A points: inputs + aux variables in A.
+    pub a: usize,
+    /// B points (G1 and G2): inputs and aux variables in B.
+    pub b: usize,
+}
+
+impl Shape {
+    /// The shape of `shaped_assignment(constraints, inputs, seed)`.
+    pub fn of(constraints: usize, inputs: usize, seed: u64) -> Self {
+        let constraints = constraints.max(inputs + 2);
+        let aux_len = constraints - inputs - 1;
+        let (a_aux, b_input, b_aux) = densities(aux_len, inputs, seed);
+        Shape {
+            constraints,
+            inputs: inputs + 1,
+            h: constraints.next_power_of_two() - 1,
+            l: aux_len,
+            a: inputs + 1 + a_aux.count_ones(),
+            b: b_input.count_ones() + b_aux.count_ones(),
+        }
+    }
+
+    /// A 32 GiB PoRep partition: 130,278,541 constraints and 328 public
+    /// inputs (storage-proofs 19.1), a 2^27 domain.
+    pub fn porep_32g(seed: u64) -> Self {
+        Self::of(130_278_541, 327, seed)
+    }
+
+    /// The shape's parameter file size in bytes.
+    pub fn file_bytes(&self) -> u64 {
+        let g1 = (self.h + self.l + self.a + self.b + self.inputs + 3) as u64;
+        let g2 = (self.b + 3) as u64;
+        g1 * 96 + g2 * 192 + 6 * 4
+    }
+}
+
 /// A PoRep-shaped assignment of `constraints` constraints (a/b/c random,
 /// one aux variable per constraint) and `inputs` public inputs plus the
 /// constant one. Deterministic in `seed`.
@@ -79,12 +138,7 @@ pub fn shaped_assignment(constraints: usize, inputs: usize, seed: u64) -> Provin
     });
     let mut input_assignment = vec![Scalar::ONE];
     input_assignment.extend(random_scalars(inputs, seed, 5));
-    let (a_aux_density, b_aux_density) = rayon::join(
-        || bitmap(aux_len, 0.997, seed, 6),
-        || bitmap(aux_len, 0.25, seed, 7),
-    );
-    let mut b_input_density = bitmap(inputs + 1, 0.5, seed, 8);
-    b_input_density.set(0);
+    let (a_aux_density, b_input_density, b_aux_density) = densities(aux_len, inputs, seed);
     ProvingAssignment {
         a,
         b,
@@ -104,9 +158,18 @@ where
     P: Group<Scalar = Scalar> + Curve<AffineRepr = A> + Send + Sync,
     A: Copy + Default + Send + Sync,
 {
+    points_from(0, count, start, step)
+}
+
+/// Points `first..first + count` of the sequence `start + i * step`.
+fn points_from<P, A>(first: usize, count: usize, start: P, step: P) -> Vec<A>
+where
+    P: Group<Scalar = Scalar> + Curve<AffineRepr = A> + Send + Sync,
+    A: Copy + Default + Send + Sync,
+{
     let mut out = vec![A::default(); count];
     out.par_chunks_mut(CHUNK).enumerate().for_each(|(i, part)| {
-        let mut acc = start + step * Scalar::from((i * CHUNK) as u64);
+        let mut acc = start + step * Scalar::from((first + i * CHUNK) as u64);
         let mut projective = Vec::with_capacity(part.len());
         for _ in 0..part.len() {
             projective.push(acc);
@@ -130,47 +193,117 @@ pub fn scalars(count: usize, seed: u64) -> Vec<Scalar> {
     random_scalars(count, seed, 9)
 }
 
+/// The generator of a shaped parameter set: its verifying-key points and the
+/// two point sequences (G1: h, l, a, b_g1 then IC back to back; G2: b_g2).
+struct PointSource {
+    g1_start: G1Projective,
+    g1_step: G1Projective,
+    g2_start: G2Projective,
+    g2_step: G2Projective,
+    vk_g1: [G1Affine; 3],
+    vk_g2: [G2Affine; 3],
+}
+
+impl PointSource {
+    fn new(seed: u64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut g1 = || G1Projective::generator() * Scalar::random(&mut rng);
+        let (g1_start, g1_step) = (g1(), g1());
+        let vk_g1 = [g1().to_affine(), g1().to_affine(), g1().to_affine()];
+        let mut g2 = || G2Projective::generator() * Scalar::random(&mut rng);
+        let (g2_start, g2_step) = (g2(), g2());
+        let vk_g2 = [g2().to_affine(), g2().to_affine(), g2().to_affine()];
+        Self {
+            g1_start,
+            g1_step,
+            g2_start,
+            g2_step,
+            vk_g1,
+            vk_g2,
+        }
+    }
+
+    fn g1(&self, first: usize, count: usize) -> Vec<G1Affine> {
+        points_from(first, count, self.g1_start, self.g1_step)
+    }
+
+    fn g2(&self, first: usize, count: usize) -> Vec<G2Affine> {
+        points_from(first, count, self.g2_start, self.g2_step)
+    }
+
+    fn vk(&self, shape: &Shape) -> VerifyingKey<blstrs::Bls12> {
+        let ic_first = shape.h + shape.l + shape.a + shape.b;
+        VerifyingKey {
+            alpha_g1: self.vk_g1[0],
+            beta_g1: self.vk_g1[1],
+            beta_g2: self.vk_g2[0],
+            gamma_g2: self.vk_g2[1],
+            delta_g1: self.vk_g1[2],
+            delta_g2: self.vk_g2[2],
+            ic: self.g1(ic_first, shape.inputs),
+        }
+    }
+}
+
 /// Parameters whose section sizes fit `assignment`, made of valid points
 /// (not from a trusted setup: proofs will not verify). Deterministic in
-/// `seed`.
+/// `seed`; equal to what [`write_shaped_parameters`] writes for the same
+/// shape and seed.
 pub fn shaped_parameters(assignment: &ProvingAssignment, seed: u64) -> ProvingParameters {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut g1 = || G1Projective::generator() * Scalar::random(&mut rng);
-    let (g1_start, g1_step, g1_vk): (G1Projective, G1Projective, Vec<G1Affine>) =
-        (g1(), g1(), (0..3).map(|_| g1().to_affine()).collect());
-    let mut g2 = || G2Projective::generator() * Scalar::random(&mut rng);
-    let (g2_start, g2_step, g2_vk): (G2Projective, G2Projective, Vec<G2Affine>) =
-        (g2(), g2(), (0..3).map(|_| g2().to_affine()).collect());
-
     let inputs = assignment.input_assignment.len();
-    let h_len = assignment.domain_size() - 1;
-    let l_len = assignment.aux_assignment.len();
-    let a_len = inputs + assignment.a_aux_density.count_ones();
-    let b_len = assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones();
-    // Offsets keep the sections' points distinct from each other.
-    let offset = |k: u64| g1_start + g1_step * Scalar::from(k << 40);
-    let all: Vec<G1Affine> = points(h_len + l_len + a_len + b_len + inputs, offset(0), g1_step);
-    let (h, rest) = all.split_at(h_len);
-    let (l, rest) = rest.split_at(l_len);
-    let (a, rest) = rest.split_at(a_len);
-    let (b_g1, ic) = rest.split_at(b_len);
+    let shape = Shape {
+        constraints: assignment.num_constraints(),
+        inputs,
+        h: assignment.domain_size() - 1,
+        l: assignment.aux_assignment.len(),
+        a: inputs + assignment.a_aux_density.count_ones(),
+        b: assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones(),
+    };
+    let source = PointSource::new(seed);
+    let all = source.g1(0, shape.h + shape.l + shape.a + shape.b);
+    let (h, rest) = all.split_at(shape.h);
+    let (l, rest) = rest.split_at(shape.l);
+    let (a, b_g1) = rest.split_at(shape.a);
     ProvingParameters {
-        vk: VerifyingKey {
-            alpha_g1: g1_vk[0],
-            beta_g1: g1_vk[1],
-            beta_g2: g2_vk[0],
-            gamma_g2: g2_vk[1],
-            delta_g1: g1_vk[2],
-            delta_g2: g2_vk[2],
-            ic: ic.to_vec(),
-        },
+        vk: source.vk(&shape),
         h: h.to_vec(),
         l: l.to_vec(),
         a: a.to_vec(),
         b_g1: b_g1.to_vec(),
-        b_g2: points(b_len, g2_start, g2_step),
+        b_g2: source.g2(0, shape.b),
         source: PathBuf::from("<shaped>"),
     }
+}
+
+/// Writes the parameter file of `shape` to `path`, streaming: at most one
+/// batch of points is in memory at a time, so a 32 GiB-PoRep-sized file
+/// (about 47 GB) can be made on a machine with far less memory.
+pub fn write_shaped_parameters(
+    shape: &Shape,
+    seed: u64,
+    path: &std::path::Path,
+) -> Result<(), crate::ParamsError> {
+    const BATCH: usize = 1 << 22;
+    let source = PointSource::new(seed);
+    let mut out = crate::params::StreamingWriter::create(
+        path,
+        &source.vk(shape),
+        [shape.h, shape.l, shape.a, shape.b, shape.b],
+    )?;
+    let g1_total = shape.h + shape.l + shape.a + shape.b;
+    let mut first = 0;
+    while first < g1_total {
+        let count = BATCH.min(g1_total - first);
+        out.g1(&source.g1(first, count))?;
+        first += count;
+    }
+    let mut first = 0;
+    while first < shape.b {
+        let count = BATCH.min(shape.b - first);
+        out.g2(&source.g2(first, count))?;
+        first += count;
+    }
+    out.finish()
 }
 
 #[cfg(test)]
@@ -196,6 +329,23 @@ mod tests {
             let two = prove(shaped_assignment(n, 3, 7), &params, fixed).unwrap().0;
             assert_eq!(one, two);
         }
+        // The streamed file equals the in-memory parameters.
+        let assignment = shaped_assignment(3000, 2, 4);
+        let dir = std::env::temp_dir().join(format!("cuzk-shaped-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("shaped.params");
+        let shape = Shape::of(3000, 2, 4);
+        write_shaped_parameters(&shape, 5, &path).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), shape.file_bytes());
+        let read = crate::ProvingParameters::read(&path, crate::PointCheck::Full).unwrap();
+        let made = shaped_parameters(&assignment, 5);
+        assert_eq!(
+            (read.vk, read.h, read.l, read.a),
+            (made.vk, made.h, made.l, made.a)
+        );
+        assert_eq!((read.b_g1, read.b_g2), (made.b_g1, made.b_g2));
+        std::fs::remove_dir_all(&dir).unwrap();
+
         let aux = shaped_assignment(1 << 14, 1, 1).aux_assignment;
         let ones = aux.iter().filter(|s| **s == Scalar::ONE).count() as f64 / aux.len() as f64;
         assert!((0.40..0.50).contains(&ones), "{ones}");

@@ -1,0 +1,85 @@
+//! `cuzk-bench gen-srs`: a synthetic parameter file of a given shape,
+//! streamed to disk (valid subgroup points, not from a trusted setup).
+
+use anyhow::bail;
+use clap::{Args, ValueEnum};
+use cuzk_core::shaped::{write_shaped_parameters, Shape};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShapeName {
+    /// One 32 GiB PoRep partition: 130,278,541 constraints, 328 inputs.
+    #[value(name = "porep-32g")]
+    Porep32g,
+}
+
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// A named production shape.
+    #[arg(long, value_enum, conflicts_with_all = ["log2", "constraints"])]
+    shape: Option<ShapeName>,
+    /// 2^K constraints.
+    #[arg(long)]
+    log2: Option<u32>,
+    /// Exact constraints.
+    #[arg(long)]
+    constraints: Option<usize>,
+    /// Public inputs (without the constant one).
+    #[arg(long, default_value_t = 2)]
+    inputs: usize,
+    /// Seed of the witness shape (densities) the file must fit; `gpu-bench`
+    /// uses the log2 of the size.
+    #[arg(long)]
+    shape_seed: Option<u64>,
+    /// Seed of the points.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output file.
+    #[arg(long)]
+    out: PathBuf,
+    /// Print the shape and size, write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub fn run(args: GenArgs) -> anyhow::Result<()> {
+    let shape = match (args.shape, args.log2, args.constraints) {
+        (Some(ShapeName::Porep32g), _, _) => Shape::porep_32g(args.shape_seed.unwrap_or(27)),
+        (None, _, Some(n)) => Shape::of(n, args.inputs, args.shape_seed.unwrap_or(0)),
+        (None, Some(k), None) if k <= 28 => {
+            Shape::of(1 << k, args.inputs, args.shape_seed.unwrap_or(k as u64))
+        }
+        (None, Some(k), None) => bail!("--log2 {k} is above 28"),
+        (None, None, None) => bail!("give --shape, --log2 or --constraints"),
+    };
+    println!(
+        "shape: {} constraints, domain 2^{}, sections h={} l={} a={} b={} ic={}",
+        shape.constraints,
+        (shape.h + 1).trailing_zeros(),
+        shape.h,
+        shape.l,
+        shape.a,
+        shape.b,
+        shape.inputs
+    );
+    println!(
+        "file:  {} ({:.2} GiB)",
+        args.out.display(),
+        shape.file_bytes() as f64 / (1u64 << 30) as f64
+    );
+    if args.dry_run {
+        return Ok(());
+    }
+    let started = Instant::now();
+    write_shaped_parameters(&shape, args.seed, &args.out)?;
+    let secs = started.elapsed().as_secs_f64();
+    let points = (shape.h + shape.l + shape.a + 2 * shape.b) as f64;
+    println!(
+        "wrote in {secs:.1}s on {} threads ({:.2} M points/s, {:.0} MB/s)",
+        rayon::current_num_threads(),
+        points / secs / 1e6,
+        shape.file_bytes() as f64 / secs / 1e6
+    );
+    Ok(())
+}
