@@ -89,18 +89,13 @@ impl ProofArgs {
             Some(PriorityArg::High) => pb::Priority::High,
             Some(PriorityArg::Critical) => pb::Priority::Critical,
         };
-        let body = serde_json::json!({
-            "constraints": spec.constraints,
-            "partitions": spec.partitions,
-            "inputs": spec.inputs,
-            "seed": spec.seed,
-        });
+
         let submission = Submission {
             request_id: String::new(),
             kind: pb::ProofKind::PorepSealCommit,
             registered_proof: SYNTHETIC_REGISTERED_PROOF,
             priority,
-            vanilla_proof: serde_json::to_vec(&body)?,
+            vanilla_proof: spec.to_vanilla_proof(),
         };
         Ok((submission, plan))
     }

@@ -139,13 +139,7 @@ fn submit_request(
         proof_kind: kind as i32,
         registered_proof: cuzk_engine::SYNTHETIC_REGISTERED_PROOF,
         priority: priority as i32,
-        vanilla_proof: serde_json::to_vec(&serde_json::json!({
-            "constraints": spec.constraints,
-            "partitions": spec.partitions,
-            "inputs": spec.inputs,
-            "seed": spec.seed,
-        }))
-        .unwrap(),
+        vanilla_proof: spec.to_vanilla_proof(),
         ..Default::default()
     }
 }

@@ -1,6 +1,6 @@
 //! What a client asks for, in engine terms.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Scheduling priority; higher runs first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -80,7 +80,7 @@ pub struct ProofRequest {
 
 /// Shape of a synthetic request, from the `vanilla_proof` field as JSON,
 /// e.g. `{"constraints": 65536, "partitions": 2}`. Every field is optional.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SyntheticSpec {
     /// Constraints per partition (R1CS total, as `SyntheticCircuit` counts).
@@ -91,6 +91,13 @@ pub struct SyntheticSpec {
     pub inputs: usize,
     /// Witness seed; partition p uses `seed + p`.
     pub seed: u64,
+}
+
+impl SyntheticSpec {
+    /// The JSON a client puts in `vanilla_proof` for this spec.
+    pub fn to_vanilla_proof(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a plain struct serialises")
+    }
 }
 
 impl Default for SyntheticSpec {

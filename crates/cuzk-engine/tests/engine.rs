@@ -27,13 +27,7 @@ fn request(spec: SyntheticSpec, priority: Option<Priority>) -> ProofRequest {
         kind: ProofKind::PorepSealCommit,
         registered_proof: SYNTHETIC_REGISTERED_PROOF,
         priority,
-        vanilla_proof: serde_json::to_vec(&serde_json::json!({
-            "constraints": spec.constraints,
-            "partitions": spec.partitions,
-            "inputs": spec.inputs,
-            "seed": spec.seed,
-        }))
-        .unwrap(),
+        vanilla_proof: spec.to_vanilla_proof(),
         vanilla_proofs: Vec::new(),
     }
 }
