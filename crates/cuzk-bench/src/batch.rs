@@ -5,11 +5,12 @@ use crate::client::{Client, Outcome, Submission, Target};
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use cuzk_core::{Proof, Verifier, PROOF_BYTES};
-use cuzk_engine::plan::{ProofPlan, SyntheticPlan};
+use cuzk_engine::plan::ProofPlan;
 use cuzk_engine::{SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
 use cuzk_proto::v1 as pb;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +20,14 @@ use std::time::{Duration, Instant};
 pub enum ProofType {
     /// The PoRep-shaped synthetic circuit (`--log2` / `--constraints`).
     Synthetic,
+    /// PoRep C2 from a C1 output (`--c1`).
+    Porep,
+    /// WinningPoSt from a request file (`--vanilla`, as `cuzk-bench fixtures` writes).
+    Winning,
+    /// One WindowPoSt partition from a request file (`--vanilla`).
+    Wpost,
+    /// SnapDeals from a request file (`--vanilla`).
+    Snap,
 }
 
 /// Wire priority names.
@@ -52,6 +61,18 @@ pub struct ProofArgs {
     /// Priority (default: the proof kind's).
     #[arg(long, value_enum)]
     pub priority: Option<PriorityArg>,
+    /// PoRep: the C1 output (raw JSON or the {SectorNum, Phase1Out, SectorSize} envelope).
+    #[arg(long)]
+    pub c1: Option<PathBuf>,
+    /// PoRep: miner actor id the sector was sealed for.
+    #[arg(long, default_value_t = cuzk_filecoin::fixtures::MINER_ID)]
+    pub miner_id: u64,
+    /// PoRep: sector number (0 = the envelope's SectorNum).
+    #[arg(long, default_value_t = 0)]
+    pub sector_number: u64,
+    /// PoSt / SnapDeals: the request file (winning.json, wpost.json, snap.json).
+    #[arg(long)]
+    pub vanilla: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -79,9 +100,7 @@ impl ProofArgs {
         })
     }
 
-    fn submission(&self, seed: u64) -> anyhow::Result<(Submission, SyntheticPlan)> {
-        let spec = self.spec(seed)?;
-        let plan = SyntheticPlan::new(spec.clone())?;
+    fn submission(&self, seed: u64) -> anyhow::Result<(Submission, Box<dyn ProofPlan>)> {
         let priority = match self.priority {
             None => pb::Priority::Unspecified,
             Some(PriorityArg::Low) => pb::Priority::Low,
@@ -90,13 +109,67 @@ impl ProofArgs {
             Some(PriorityArg::Critical) => pb::Priority::Critical,
         };
 
-        let submission = Submission {
-            request_id: String::new(),
-            kind: pb::ProofKind::PorepSealCommit,
-            registered_proof: SYNTHETIC_REGISTERED_PROOF,
-            priority,
-            vanilla_proof: spec.to_vanilla_proof(),
+        let submission = match self.proof_type {
+            ProofType::Synthetic => {
+                let spec = self.spec(seed)?;
+                Submission {
+                    proof_kind: pb::ProofKind::PorepSealCommit as i32,
+                    registered_proof: SYNTHETIC_REGISTERED_PROOF,
+                    vanilla_proof: spec.to_vanilla_proof(),
+                    ..Default::default()
+                }
+            }
+            ProofType::Porep => {
+                let path = self.c1.as_ref().context("--type porep needs --c1 <C1 output>")?;
+                let c1 = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+                Submission {
+                    proof_kind: pb::ProofKind::PorepSealCommit as i32,
+                    registered_proof: cuzk_filecoin::request::c1_registered_proof(&c1)?,
+                    vanilla_proof: c1,
+                    miner_id: self.miner_id,
+                    sector_number: self.sector_number,
+                    ..Default::default()
+                }
+            }
+            ProofType::Winning | ProofType::Wpost | ProofType::Snap => {
+                let path = self
+                    .vanilla
+                    .as_ref()
+                    .context("--type winning|wpost|snap needs --vanilla <request file>")?;
+                let file = cuzk_filecoin::fixtures::load_request_file(path)?;
+                use cuzk_filecoin::fixtures::RequestKind;
+                let (kind, wanted) = match self.proof_type {
+                    ProofType::Winning => (pb::ProofKind::WinningPost, RequestKind::Winning),
+                    ProofType::Wpost => (pb::ProofKind::WindowPostPartition, RequestKind::Wpost),
+                    _ => (pb::ProofKind::SnapDealsUpdate, RequestKind::Snap),
+                };
+                if file.proof_kind != wanted {
+                    bail!("{} is a {:?} request, not {:?}", path.display(), file.proof_kind, wanted);
+                }
+                Submission {
+                    proof_kind: kind as i32,
+                    registered_proof: file.registered_proof,
+                    sector_size: file.sector_size,
+                    vanilla_proofs: file.vanilla_proof_bytes()?,
+                    sector_number: file.sector_number,
+                    miner_id: file.miner_id,
+                    randomness: file.randomness_bytes()?,
+                    partition_index: file.partition_index,
+                    comm_r_old: file.comm_r_old_bytes()?,
+                    comm_r_new: file.comm_r_new_bytes()?,
+                    comm_d_new: file.comm_d_new_bytes()?,
+                    ..Default::default()
+                }
+            }
         };
+        let submission = Submission {
+            priority: priority as i32,
+            ..submission
+        };
+        // The same plan the engine will make: its circuit id and public
+        // inputs serve the local check of the returned proof.
+        let request = cuzk_daemon::service::to_request(submission.clone()).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+        let plan = cuzk_engine::plan::plan_for(&request)?;
         Ok((submission, plan))
     }
 }
@@ -107,7 +180,7 @@ impl ProofArgs {
 /// verification stands behind the proof.
 fn verify_locally(
     verifier: Option<&Verifier>,
-    plan: &SyntheticPlan,
+    plan: &dyn ProofPlan,
     bytes: &[u8],
 ) -> anyhow::Result<Option<bool>> {
     let Some(verifier) = verifier else {
@@ -128,7 +201,7 @@ fn verify_locally(
     Ok(Some(true))
 }
 
-fn local_verifier(target: &Target, plan: &SyntheticPlan) -> Option<Verifier> {
+fn local_verifier(target: &Target, plan: &dyn ProofPlan) -> Option<Verifier> {
     let path = target.param_cache().join(format!("{}.vk", plan.circuit_id()));
     cuzk_core::params::read_vk(&path)
         .ok()
@@ -164,8 +237,8 @@ async fn prove_one(client: &Client, args: &ProofArgs, index: usize) -> Report {
         let (job_id, _) = client.submit(&submission).await?;
         let outcome = client.wait(&job_id, None).await?;
         if status_name(&outcome) == "COMPLETED" {
-            let verifier = local_verifier(&args.target, &plan);
-            verified = verify_locally(verifier.as_ref(), &plan, &outcome.proof)?;
+            let verifier = local_verifier(&args.target, plan.as_ref());
+            verified = verify_locally(verifier.as_ref(), plan.as_ref(), &outcome.proof)?;
         }
         Ok(outcome)
     }
@@ -229,12 +302,15 @@ pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
     );
 
     println!("=== Batch Benchmark ===");
-    println!("proof type:  synthetic");
-    println!(
-        "constraints: {} x {} partition(s)",
-        plan.partition_constraints(),
-        plan.partitions()
-    );
+    println!("proof type:  {:?}", proof.proof_type);
+    match proof.proof_type {
+        ProofType::Synthetic => println!(
+            "constraints: {} x {} partition(s)",
+            proof.spec(0)?.constraints,
+            plan.partitions()
+        ),
+        _ => println!("partitions:  {}", plan.partitions()),
+    }
     println!("count:       {}", args.count);
     println!("concurrency: {}", args.concurrency);
     println!();

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context};
 use clap::Args;
-use cuzk_engine::{Engine, EngineConfig, Priority, ProofKind, ProofRequest};
+use cuzk_engine::{Engine, EngineConfig};
 use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,22 +31,19 @@ pub struct Target {
 }
 
 impl Target {
+    /// The parameter directory: `--param-cache`, else
+    /// FIL_PROOFS_PARAMETER_CACHE, else cuzk's default (the daemon's rule).
     pub fn param_cache(&self) -> PathBuf {
         self.param_cache
             .clone()
+            .or_else(|| std::env::var_os(cuzk_filecoin::settings::PARAMETER_CACHE_VAR).map(PathBuf::from))
             .unwrap_or_else(cuzk_core::ParameterCache::default_dir)
     }
 }
 
-/// A proof request as the bench builds it (wire numbers).
-#[derive(Clone, Debug)]
-pub struct Submission {
-    pub request_id: String,
-    pub kind: pb::ProofKind,
-    pub registered_proof: u64,
-    pub priority: pb::Priority,
-    pub vanilla_proof: Vec<u8>,
-}
+/// A proof request as the bench builds it: the wire request, whichever way
+/// it travels.
+pub type Submission = pb::SubmitProofRequest;
 
 /// A final (or timed-out) result, in wire terms.
 pub type Outcome = pb::AwaitProofResponse;
@@ -60,8 +57,10 @@ pub enum Client {
 impl Client {
     pub async fn connect(target: &Target) -> anyhow::Result<Self> {
         if target.embedded {
+            // filecoin-proofs reads the same directory (its .vk files).
+            let param_cache = cuzk_filecoin::settings::init_with(Some(&target.param_cache()), &target.param_cache());
             let config = EngineConfig {
-                param_cache: target.param_cache(),
+                param_cache,
                 partition_workers: target.partition_workers,
                 gpu_workers_per_device: target.prover_workers,
                 ..EngineConfig::default()
@@ -82,36 +81,12 @@ impl Client {
     pub async fn submit(&self, s: &Submission) -> anyhow::Result<(String, u32)> {
         match self {
             Client::Remote(client) => {
-                let response = client
-                    .clone()
-                    .submit_proof(pb::SubmitProofRequest {
-                        request_id: s.request_id.clone(),
-                        proof_kind: s.kind as i32,
-                        registered_proof: s.registered_proof,
-                        priority: s.priority as i32,
-                        vanilla_proof: s.vanilla_proof.clone(),
-                        ..Default::default()
-                    })
-                    .await?
-                    .into_inner();
+                let response = client.clone().submit_proof(s.clone()).await?.into_inner();
                 Ok((response.job_id, response.queue_position))
             }
             Client::Embedded(engine) => {
-                let kind = match s.kind {
-                    pb::ProofKind::PorepSealCommit => ProofKind::PorepSealCommit,
-                    pb::ProofKind::SnapDealsUpdate => ProofKind::SnapDealsUpdate,
-                    pb::ProofKind::WindowPostPartition => ProofKind::WindowPostPartition,
-                    pb::ProofKind::WinningPost => ProofKind::WinningPost,
-                    pb::ProofKind::Unspecified => bail!("proof kind unspecified"),
-                };
-                let outcome = engine.submit(ProofRequest {
-                    request_id: s.request_id.clone(),
-                    kind,
-                    registered_proof: s.registered_proof,
-                    priority: Priority::from_wire(s.priority as i32).flatten(),
-                    vanilla_proof: s.vanilla_proof.clone(),
-                    vanilla_proofs: Vec::new(),
-                })?;
+                let request = cuzk_daemon::service::to_request(s.clone()).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+                let outcome = engine.submit(request)?;
                 Ok((outcome.job_id, outcome.queue_position))
             }
         }

@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Context};
 use clap::Args;
-use cuzk_core::gpu::{GpuOutcome, GpuProver};
+use cuzk_core::gpu::{GpuOutcome, GpuProver, Residency, Tuning};
 use cuzk_core::shaped::{g1_points, scalars, shaped_assignment, shaped_parameters};
 use cuzk_core::{
     finish, proof_to_bytes, prove_start, ProvingAssignment, ProvingParameters, Randomness, Scalar,
@@ -19,12 +19,15 @@ pub struct CheckArgs {
     /// Largest proof size checked against the CPU prover (2^K constraints).
     #[arg(long, default_value_t = 22)]
     max_log2: u32,
-    /// Run only these groups (msm, ntt, prove, verify); all when empty.
+    /// Run only these groups (msm, msm2, ntt, prove, stream, verify); all when empty.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// MSM sizes to check against blst.
     #[arg(long, value_delimiter = ',', default_values_t = [(1usize << 12) + 7, (1 << 16) + 3, 1 << 20])]
     msm_sizes: Vec<usize>,
+    /// G2 MSM sizes to check against blst.
+    #[arg(long, value_delimiter = ',', default_values_t = [(1usize << 12) + 7, (1 << 16) + 3])]
+    msm2_sizes: Vec<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -41,9 +44,13 @@ pub struct BenchArgs {
     /// Where the parameter file for supraseal-c2 is written (deleted after).
     #[arg(long, default_value = "/tmp/cuzk-gpu-bench")]
     dir: PathBuf,
+    /// Where our G1 sections live: auto, device, or host (streamed from
+    /// pinned host memory, as on cards too small to hold them).
+    #[arg(long, default_value = "auto")]
+    residency: Residency,
 }
 
-fn gpu() -> anyhow::Result<GpuProver> {
+fn open_gpu(residency: Residency) -> anyhow::Result<GpuProver> {
     let prover = GpuProver::detect(&[]).context("no CUDA device (or built without --features cuda)")?;
     for d in prover.devices() {
         let i = d.info();
@@ -58,7 +65,7 @@ fn gpu() -> anyhow::Result<GpuProver> {
             i.total_bytes >> 20
         );
     }
-    Ok(prover)
+    Ok(prover.with_residency(residency))
 }
 
 fn report(ok: bool, what: String, failures: &mut usize) {
@@ -92,7 +99,7 @@ fn gpu_proof(
 }
 
 pub fn check(args: CheckArgs) -> anyhow::Result<()> {
-    let gpu = gpu()?;
+    let gpu = open_gpu(Residency::Device)?;
     let mut failures = 0;
     let wanted = |group: &str| args.only.is_empty() || args.only.iter().any(|g| g == group);
 
@@ -113,6 +120,47 @@ pub fn check(args: CheckArgs) -> anyhow::Result<()> {
         report(
             ours == cpu,
             format!("G1 MSM n={n} equals blst (zeros and infinity included)"),
+            &mut failures,
+        );
+    }
+
+    // G2 MSM (sppark's Pippenger over fp2) against blst, with zero scalars,
+    // points at infinity, scalars equal to one and repeated points (so that
+    // buckets see doublings and P + (-P)).
+    for &n in args.msm2_sizes.iter().filter(|_| wanted("msm2")) {
+        println!("... G2 MSM n={n}");
+        let mut points = g2_points(n, n as u64);
+        let mut values = scalars(n, n as u64 + 2);
+        for i in (0..n).step_by(7) {
+            values[i] = Scalar::ZERO;
+        }
+        for i in (3..n).step_by(11) {
+            points[i] = blstrs::G2Affine::default();
+        }
+        for i in (5..n).step_by(13) {
+            values[i] = Scalar::ONE;
+        }
+        for i in (1..n).step_by(17) {
+            points[i] = points[i - 1];
+            values[i] = values[i - 1];
+        }
+        for i in (2..n).step_by(19) {
+            points[i] = -points[i - 2];
+            values[i] = values[i - 2];
+        }
+        let bytes: Vec<u8> = values.iter().flat_map(|s| s.to_bytes_le()).collect();
+        let t = Instant::now();
+        let cpu = cuzk_sys::g2_msm(&points, &bytes)?;
+        let cpu_ms = ms(t.elapsed());
+        let t = Instant::now();
+        let ours = cuzk_sys::gpu::msm_g2(0, &points, &values)?;
+        let gpu_ms = ms(t.elapsed());
+        report(
+            ours == cpu,
+            format!(
+                "G2 MSM n={n} equals blst (zeros, ones, infinity, repeats and negations included; \
+                 GPU {gpu_ms:.0} ms, blst {cpu_ms:.0} ms)"
+            ),
             &mut failures,
         );
     }
@@ -167,6 +215,69 @@ pub fn check(args: CheckArgs) -> anyhow::Result<()> {
         );
     }
 
+    // Resident proofs with small MSM windows: the "other" scalars of the
+    // sections (B_G2 included at 2^20: about 13K of them) go through several
+    // Pippenger MSMs.
+    let windowed = open_gpu(Residency::Device)?.with_tuning(Tuning {
+        stream_chunk: 0,
+        msm_window: 1 << 13,
+    });
+    for n in [(1usize << 18) + 7, 1 << 20].into_iter().filter(|_| wanted("prove")) {
+        println!("... windowed proof n={n}");
+        let assignment = shaped_assignment(n, 2, n as u64 + 5);
+        let params = Arc::new(shaped_parameters(&assignment, 3));
+        let (r, s) = (Scalar::from(n as u64 + 3), Scalar::from(n as u64 + 4));
+        let cpu = cpu_proof(assignment.clone(), &params, r, s)?;
+        let (ours, _) = gpu_proof(&windowed, assignment, &params, Randomness::Fixed { r, s })?;
+        report(
+            proof_to_bytes(&ours) == cpu,
+            format!("proof n={n} with 2^13-point MSM windows: GPU bytes equal CPU bytes"),
+            &mut failures,
+        );
+    }
+    drop(windowed);
+
+    // The same with the parameters streamed from pinned host memory (the
+    // path of cards too small to hold them): at the default chunk size (one
+    // chunk at these sizes) and with small chunks and windows, so that
+    // every section, B_G2 included, streams through many chunks and its
+    // "other" scalars through several MSMs.
+    let streamed_cases = [
+        ((1usize << 16) + 3, Tuning::default()),
+        (
+            1 << 18,
+            Tuning {
+                stream_chunk: 1 << 14,
+                msm_window: 0,
+            },
+        ),
+        (
+            (1 << 20) + 1,
+            Tuning {
+                stream_chunk: 1 << 12,
+                msm_window: 1 << 13,
+            },
+        ),
+    ];
+    for (n, tuning) in streamed_cases.into_iter().filter(|_| wanted("stream")) {
+        println!("... streamed proof n={n} ({tuning:?})");
+        let streamed = open_gpu(Residency::Host)?.with_tuning(tuning);
+        let assignment = shaped_assignment(n, 2, n as u64 + 9);
+        let params = Arc::new(shaped_parameters(&assignment, 2));
+        let (r, s) = (Scalar::from(n as u64 + 13), Scalar::from(n as u64 + 17));
+        let cpu = cpu_proof(assignment.clone(), &params, r, s)?;
+        let (ours, timings) = gpu_proof(&streamed, assignment, &params, Randomness::Fixed { r, s })?;
+        report(
+            proof_to_bytes(&ours) == cpu && timings.streamed,
+            format!(
+                "streamed proof n={n} ({tuning:?}): GPU bytes equal CPU bytes (CUDA region {:.0} ms, streamed: {})",
+                timings.gpu_region.as_secs_f64() * 1e3,
+                timings.streamed
+            ),
+            &mut failures,
+        );
+    }
+
     // A real circuit with real (bellperson-generated) parameters: the GPU
     // proof verifies with bellperson's verifier.
     if !wanted("verify") {
@@ -177,7 +288,9 @@ pub fn check(args: CheckArgs) -> anyhow::Result<()> {
             Ok(())
         };
     }
-    let circuit = cuzk_core::SyntheticCircuit::new(1 << 12, vec![Scalar::ONE, Scalar::ZERO], 3)
+    // 2^15 constraints: above the smallest domain the GPU backend takes.
+    let constraints = 1 << 15;
+    let circuit = cuzk_core::SyntheticCircuit::new(constraints, vec![Scalar::ONE, Scalar::ZERO], 3)
         .map_err(anyhow::Error::msg)?;
     let dir = tempdir()?;
     let cache = cuzk_core::ParameterCache::new(&dir)?;
@@ -190,7 +303,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<()> {
         .map_err(anyhow::Error::msg)?;
     report(
         verified,
-        "GPU proof of a 2^14 synthetic circuit verifies with bellperson".into(),
+        format!("GPU proof of a {constraints}-constraint synthetic circuit verifies with bellperson"),
         &mut failures,
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -200,6 +313,24 @@ pub fn check(args: CheckArgs) -> anyhow::Result<()> {
         bail!("{failures} GPU checks failed");
     }
     Ok(())
+}
+
+/// `count` distinct valid G2 points `start + i * step` (deterministic in
+/// `seed`), in parallel chunks: repeated additions, one inversion a point.
+fn g2_points(count: usize, seed: u64) -> Vec<blstrs::G2Affine> {
+    use rayon::prelude::*;
+    const CHUNK: usize = 4096;
+    let base = |tag: &str| blstrs::G2Projective::hash_to_curve(&seed.to_le_bytes(), b"cuzk-gpu-check", tag.as_bytes());
+    let (start, step) = (base("start"), base("step"));
+    let mut out = vec![blstrs::G2Affine::default(); count];
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, part)| {
+        let mut acc = start + step * Scalar::from((c * CHUNK) as u64);
+        for p in part.iter_mut() {
+            *p = blstrs::G2Affine::from(&acc);
+            acc += step;
+        }
+    });
+    out
 }
 
 fn tempdir() -> anyhow::Result<PathBuf> {
@@ -238,7 +369,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         let (r, s) = (Scalar::from(7u64), Scalar::from(11u64));
 
         // Ours: one warm-up (uploads the parameters), then timed runs.
-        let gpu = gpu()?;
+        let gpu = open_gpu(args.residency)?;
         let mut ours_bytes = [0u8; 192];
         let (mut totals, mut phases) = (Vec::new(), Vec::new());
         for run in 0..=args.repeat {
@@ -260,7 +391,8 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         let ours = median(totals);
         let p = |f: &dyn Fn(&cuzk_core::ProveTimings) -> Duration| ms(median(phases.iter().map(f).collect()));
         println!(
-            "2^{k} ours: {:.0} ms/partition (prepare {:.0}, lock wait {:.0}, CUDA region {:.0} = upload {:.0} + NTTs {:.0} + H {:.0} + L {:.0} + A {:.0} + B_G1 {:.0}; B_G2 on CPU {:.0}, finish waited {:.0}, epilogue {:.1})",
+            "2^{k} ours{}: {:.0} ms/partition (prepare {:.0}, lock wait {:.0}, CUDA region {:.0} = upload {:.0} + NTTs {:.0} + H {:.0} + L {:.0} + A {:.0} + B_G1 {:.0} + B_G2 {:.0}; finish waited {:.0}, epilogue {:.1})",
+            if phases[0].streamed { " (parameters streamed from host)" } else { "" },
             ms(ours),
             p(&|t| t.prepare),
             p(&|t| t.lock_wait),

@@ -4,8 +4,10 @@ mod admin;
 mod batch;
 mod client;
 mod compare;
+mod fixtures;
 mod gen;
 mod gpu;
+mod params;
 
 use clap::{Parser, Subcommand};
 
@@ -46,6 +48,10 @@ enum Command {
     GpuBench(gpu::BenchArgs),
     /// Write a synthetic parameter file of a production shape (streamed).
     GenSrs(gen::GenArgs),
+    /// Seal a sector on the CPU; write real C1/PoSt/SnapDeals request files.
+    Fixtures(fixtures::FixturesArgs),
+    /// Generate test-size Filecoin parameters under their official names.
+    GenParams(params::GenParamsArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -61,6 +67,8 @@ fn main() -> anyhow::Result<()> {
         Command::GpuCheck(args) => return gpu::check(args),
         Command::GpuBench(args) => return gpu::bench(args),
         Command::GenSrs(args) => return gen::run(args),
+        Command::Fixtures(args) => return fixtures::run(args),
+        Command::GenParams(args) => return params::run(args),
         other => other,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -71,9 +79,12 @@ fn main() -> anyhow::Result<()> {
             Command::Status(target) => admin::status(target).await,
             Command::Preload { target, circuit_id } => admin::preload(target, circuit_id).await,
             Command::Metrics(target) => admin::metrics(target).await,
-            Command::CompareCpu(_) | Command::GpuCheck(_) | Command::GpuBench(_) | Command::GenSrs(_) => {
-                unreachable!("handled above")
-            }
+            Command::CompareCpu(_)
+            | Command::GpuCheck(_)
+            | Command::GpuBench(_)
+            | Command::GenSrs(_)
+            | Command::Fixtures(_)
+            | Command::GenParams(_) => unreachable!("handled above"),
         }
     })
 }

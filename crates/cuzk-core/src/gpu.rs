@@ -1,27 +1,29 @@
 //! The GPU backend: the same split API as the CPU prover, with the CUDA
-//! region (a/b/c upload, NTTs, H MSM and the witness-shaped L, A and B_G1
-//! MSMs) under a per-device lock, and everything else off it: witness
-//! preparation before, the B G2 MSM on a CPU thread alongside, the input
-//! MSMs and the epilogue after.
+//! region (a/b/c upload, NTTs, H MSM and the witness-shaped L, A, B_G1 and
+//! B_G2 MSMs) under a per-device lock, and everything else off it: witness
+//! preparation before, the input MSMs (B_G2's on a small thread) and the
+//! epilogue after.
 //!
-//! The G1 query sections stay resident in device memory between partitions
-//! when they fit (with room for a partition's working set); when they do not,
-//! or on any CUDA error, the caller gets the assignment back and proves on
-//! the CPU instead.
+//! The query sections (G1 and B's G2 section) stay resident in device
+//! memory between partitions when they fit (with room for a partition's
+//! working set); when they do not, they are page-locked in host memory and
+//! streamed through the GPU at every proof. When not even a partition's
+//! working set fits, or on any CUDA error, the caller gets the assignment
+//! back and proves on the CPU instead (B_G2 included).
 
 use crate::assignment::ProvingAssignment;
-use crate::msm::{split_msm, ScalarVector};
+use crate::msm::{split_msm, structured_msm, MsmGroup, MsmSplit, ScalarVector, G1, G2};
 use crate::params::ProvingParameters;
 use crate::prover::{
-    input_msms, preflight, spawn_b_g2, PendingProof, ProveError, ProveTimings, Randomness, Witness,
+    input_msms, preflight, PendingProof, ProveError, ProveTimings, Randomness, Witness,
 };
 use blstrs::Scalar;
-use cuzk_sys::gpu::{DeviceInfo, GpuSrs, MsmPlan, PartitionInput};
+use cuzk_sys::gpu::{DeviceInfo, GpuSrs, HostPin, MsmPlan, PartitionInput, Sections};
 use ff::{Field, PrimeField};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-pub use cuzk_sys::gpu::GpuError;
+pub use cuzk_sys::gpu::{GpuError, Tuning};
 
 /// Device memory kept free beyond the resident parameters and one
 /// partition's working set (NTT and MSM temporaries, the CUDA context).
@@ -51,10 +53,40 @@ pub enum GpuOutcome {
     Failed(ProveError),
 }
 
+/// Where the query sections live while a device proves with them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Residency {
+    /// In device memory when they fit with a partition's working set, else
+    /// streamed.
+    #[default]
+    Auto,
+    /// Always in device memory (CPU fallback when they do not fit).
+    Device,
+    /// Always streamed from page-locked host memory.
+    Host,
+}
+
+impl std::str::FromStr for Residency {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Residency::Auto),
+            "device" => Ok(Residency::Device),
+            "host" => Ok(Residency::Host),
+            other => Err(format!("unknown SRS residency {other:?} (auto, device or host)")),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Resident {
-    params: Weak<ProvingParameters>,
+    /// Streamed sections are read from these parameters' memory, so a
+    /// streamed entry holds them (and their pins, dropped first) until the
+    /// device moves to another circuit; a resident one only watches them.
     srs: Arc<GpuSrs>,
+    _pins: Vec<HostPin>,
+    _held: Option<Arc<ProvingParameters>>,
+    params: Weak<ProvingParameters>,
 }
 
 /// One GPU and its lock.
@@ -91,6 +123,8 @@ fn lock(m: &Mutex<Option<Resident>>) -> MutexGuard<'_, Option<Resident>> {
 #[derive(Debug)]
 pub struct GpuProver {
     devices: Vec<GpuDevice>,
+    residency: Residency,
+    tuning: Tuning,
 }
 
 impl GpuProver {
@@ -109,7 +143,24 @@ impl GpuProver {
                 })
             })
             .collect();
-        (!devices.is_empty()).then_some(Self { devices })
+        (!devices.is_empty()).then_some(Self {
+            devices,
+            residency: Residency::Auto,
+            tuning: Tuning::default(),
+        })
+    }
+
+    /// The same devices with another SRS residency policy.
+    pub fn with_residency(mut self, residency: Residency) -> Self {
+        self.residency = residency;
+        self
+    }
+
+    /// The same devices with the CUDA region's internal sizes overridden
+    /// (for the checks: small chunks and MSM windows at small sizes).
+    pub fn with_tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = tuning;
+        self
     }
 
     /// The devices, by index.
@@ -117,8 +168,9 @@ impl GpuProver {
         &self.devices
     }
 
-    /// `prove_start` on device `index`. The B G2 MSM runs on a CPU thread
-    /// meanwhile; `finish` is the CPU prover's.
+    /// `prove_start` on device `index`. Every MSM of the witness runs in
+    /// the CUDA region, B G2 included; `finish` is the CPU prover's, and the
+    /// "B G2 thread" it joins only adds the public inputs' few G2 points.
     pub fn prove_start(
         &self,
         index: usize,
@@ -166,17 +218,16 @@ impl GpuProver {
         );
         let num_inputs = assignment.input_assignment.len();
         let b_inputs = witness.b_input_density.count_ones();
-        // Small parts go to the CPU (blst), the rest to the GPU.
+        // Small parts go to the CPU (blst), the rest to the GPU. B's split
+        // serves both B MSMs, so its small parts are summed in G2 too before
+        // they leave it.
+        let small_b2 = small_parts::<G2>(&b_split, &params.b_g2[b_inputs..]);
         let (small_l, small_a, small_b) = (
             take_small(&mut l_split, &params.l),
             take_small(&mut a_split, &params.a[num_inputs..]),
             take_small(&mut b_split, &params.b_g1[b_inputs..]),
         );
         timings.prepare = started.elapsed();
-        let b_g2 = match spawn_b_g2(params, &witness) {
-            Ok(handle) => handle,
-            Err(e) => return GpuOutcome::Failed(e),
-        };
 
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let z_inv = (g.pow_vartime([domain.size() as u64]) - Scalar::ONE)
@@ -200,20 +251,22 @@ impl GpuProver {
             l: plan(&l_split, 0),
             a_aux: plan(&a_split, num_inputs),
             b_aux: plan(&b_split, b_inputs),
+            tuning: self.tuning,
         };
 
         let waited = Instant::now();
         let mut resident = lock(&device.lock);
         timings.lock_wait = waited.elapsed();
         let region = Instant::now();
-        let srs = match ensure_resident(device, &mut resident, params, domain.size()) {
+        let srs = match ensure_resident(device, &mut resident, params, domain.size(), self.residency) {
             Ok(srs) => srs,
             Err(reason) => {
                 drop(resident);
                 return GpuOutcome::Fallback { reason, assignment };
             }
         };
-        let output = srs.prove(&input);
+        timings.streamed = srs.is_streamed();
+        let output = srs.prove(sections(params), &input);
         drop(resident);
         timings.gpu_region = region.elapsed();
         let output = match output {
@@ -233,6 +286,29 @@ impl GpuProver {
         timings.l_msm = ms(output.ms[3]);
         timings.a_msm = ms(output.ms[4]);
         timings.b_g1_msm = ms(output.ms[5]);
+        // B_G2: the GPU's aux part, the CPU's small parts, and the inputs'
+        // part (a handful of points) on a thread, which is what the pending
+        // proof joins; b_g2_msm reports the GPU time plus that thread's.
+        let b_g2 = {
+            let gpu_part = output.b_g2 + small_b2;
+            let gpu_time = ms(output.ms[6]);
+            let (params, witness) = (Arc::clone(params), Arc::clone(&witness));
+            let spawned = std::thread::Builder::new()
+                .name("b_g2_inputs".into())
+                .spawn(move || {
+                    let started = Instant::now();
+                    let inputs = structured_msm::<G2>(
+                        &params.b_g2[..b_inputs],
+                        &witness.inputs,
+                        Some(&witness.b_input_density),
+                    );
+                    (gpu_part + inputs, gpu_time + started.elapsed())
+                });
+            match spawned {
+                Ok(handle) => handle,
+                Err(e) => return GpuOutcome::Failed(ProveError::G2Thread(e.to_string())),
+            }
+        };
 
         let (a_inputs, b_g1_inputs) = input_msms(params, &witness);
         GpuOutcome::Started(PendingProof::from_parts(
@@ -249,38 +325,65 @@ impl GpuProver {
     }
 }
 
+/// The parts of `split` too small for the GPU, summed on the CPU: the ones
+/// when the MSM covers few points, the "other" scalars when they are few
+/// (the identity when neither). `section` starts at the split's first point.
+fn small_parts<G: MsmGroup>(split: &MsmSplit, section: &[G::Affine]) -> G::Projective {
+    let ones: Vec<G::Affine> = if split.npoints < GPU_MIN_MSM {
+        (0..split.npoints)
+            .filter(|&i| split.ones_bitmap[i / 32] >> (i % 32) & 1 == 1)
+            .map(|i| section[i])
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let (points, bytes): (Vec<G::Affine>, Vec<u8>) = if split.other_index.len() < GPU_MIN_MSM {
+        (
+            split.other_index.iter().map(|&i| section[i as usize]).collect(),
+            split.other_scalars.iter().flatten().copied().collect(),
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    G::sum(&ones) + G::msm(&points, &bytes)
+}
+
 /// Moves the parts of `split` too small for the GPU to the CPU: the whole
 /// MSM when it covers few points, else just the "other" scalars when they
 /// are few. Returns their sum and leaves the GPU the rest.
-fn take_small(split: &mut crate::msm::MsmSplit, section: &[blstrs::G1Affine]) -> blstrs::G1Projective {
-    use group::Group;
-    let mut sum = blstrs::G1Projective::identity();
+fn take_small(split: &mut MsmSplit, section: &[blstrs::G1Affine]) -> blstrs::G1Projective {
+    let sum = small_parts::<G1>(split, section);
     if split.npoints < GPU_MIN_MSM {
-        let ones: Vec<blstrs::G1Affine> = (0..split.npoints)
-            .filter(|&i| split.ones_bitmap[i / 32] >> (i % 32) & 1 == 1)
-            .map(|i| section[i])
-            .collect();
-        sum += cuzk_sys::g1_sum(&ones);
         split.ones_bitmap.iter_mut().for_each(|w| *w = 0);
         split.npoints = 0;
     }
     if split.other_index.len() < GPU_MIN_MSM {
-        let points: Vec<blstrs::G1Affine> = split.other_index.iter().map(|&i| section[i as usize]).collect();
-        let bytes: Vec<u8> = split.other_scalars.iter().flatten().copied().collect();
-        sum += cuzk_sys::g1_msm(&points, &bytes).expect("equal lengths");
         split.other_index.clear();
         split.other_scalars.clear();
     }
     sum
 }
 
-/// The device-resident copy of `params`' G1 sections, uploading them (and
-/// dropping another circuit's) when needed. Called with the device lock held.
+fn sections(params: &ProvingParameters) -> Sections<'_> {
+    Sections {
+        h: &params.h,
+        l: &params.l,
+        a: &params.a,
+        b_g1: &params.b_g1,
+        b_g2: &params.b_g2,
+    }
+}
+
+/// `params`' sections on `device`: resident when they fit (or streamed
+/// from pinned host memory when they do not, or when asked), replacing
+/// another circuit's. Called with the device lock held, so the memory check
+/// and the allocation cannot race another worker of the same device.
 fn ensure_resident(
     device: &GpuDevice,
     resident: &mut Option<Resident>,
     params: &Arc<ProvingParameters>,
     domain: usize,
+    residency: Residency,
 ) -> Result<Arc<GpuSrs>, String> {
     if let Some(current) = resident.as_ref() {
         if current.params.upgrade().is_some_and(|p| Arc::ptr_eq(&p, params)) {
@@ -289,31 +392,87 @@ fn ensure_resident(
     }
     // Another circuit's parameters: free them first.
     *resident = None;
-    let sections = (params.h.len() + params.l.len() + params.a.len() + params.b_g1.len()) as u64 * 96;
-    let working = 3 * domain as u64 * 32;
+    let sections = sections(params);
+    let section_bytes = sections.bytes();
+    // The larger of a, b, c (alive through the H MSM) and the largest later
+    // MSM (B_G2: a window of up to 2^23 gathered points, scalars and indices
+    // at 228 bytes, with generous room for sppark's buckets and digits),
+    // plus sppark's MSM temporaries and (streamed) one chunk of points.
+    let abc = 3 * domain as u64 * 32;
+    let g2_msm = (domain.min(1 << 23) as u64) * 228 + (3 << 29);
+    let working = abc.max(g2_msm) + (1 << 30);
     let free = device.free_bytes();
-    if sections + working + VRAM_SLACK > free {
+    let fits = section_bytes + working + VRAM_SLACK <= free;
+    let streamed = match residency {
+        Residency::Host => true,
+        Residency::Auto => !fits,
+        Residency::Device if fits => false,
+        Residency::Device => {
+            return Err(format!(
+                "GPU {} ({}): parameters ({} MiB) and a partition's working set ({} MiB) do not fit in {} MiB \
+                 free, and residency is \"device\"",
+                device.ordinal,
+                device.info.name,
+                section_bytes >> 20,
+                working >> 20,
+                free >> 20
+            ))
+        }
+    };
+    if streamed && working + VRAM_SLACK > free {
         return Err(format!(
-            "GPU {} ({}): parameters ({} MiB) and a partition's working set ({} MiB) do not fit in {} MiB free \
-             (streaming parameters from host memory is not implemented yet)",
+            "GPU {} ({}): a partition's working set ({} MiB) does not fit in {} MiB free",
             device.ordinal,
             device.info.name,
-            sections >> 20,
             working >> 20,
             free >> 20
         ));
     }
-    let srs = GpuSrs::upload(device.ordinal, &params.h, &params.l, &params.a, &params.b_g1)
-        .map_err(|e| format!("GPU {}: uploading parameters: {e}", device.ordinal))?;
-    let srs = Arc::new(srs);
-    *resident = Some(Resident {
-        params: Arc::downgrade(params),
-        srs: Arc::clone(&srs),
-    });
-    tracing::info!(
-        device = device.ordinal,
-        mib = sections >> 20,
-        "parameters resident on the GPU"
-    );
+    let entry = if streamed {
+        let started = Instant::now();
+        // Page-locked memory doubles the copy speed; without it (pinning
+        // refused, e.g. by a memlock limit) streaming still works.
+        let pins: Result<Vec<HostPin>, _> = [sections.h, sections.l, sections.a, sections.b_g1]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .map(HostPin::new)
+            .chain((!sections.b_g2.is_empty()).then(|| HostPin::new(sections.b_g2)))
+            .collect();
+        let pins = pins.unwrap_or_else(|e| {
+            tracing::warn!(device = device.ordinal, error = %e, "could not pin the parameters; streaming from pageable memory");
+            Vec::new()
+        });
+        let srs = GpuSrs::streamed(device.ordinal, sections)
+            .map_err(|e| format!("GPU {}: preparing streamed parameters: {e}", device.ordinal))?;
+        tracing::info!(
+            device = device.ordinal,
+            mib = section_bytes >> 20,
+            pinned = !pins.is_empty(),
+            ms = started.elapsed().as_millis() as u64,
+            "parameters streamed from host memory (they do not stay on the GPU)"
+        );
+        Resident {
+            srs: Arc::new(srs),
+            _pins: pins,
+            _held: Some(Arc::clone(params)),
+            params: Arc::downgrade(params),
+        }
+    } else {
+        let srs = GpuSrs::upload(device.ordinal, sections)
+            .map_err(|e| format!("GPU {}: uploading parameters: {e}", device.ordinal))?;
+        tracing::info!(
+            device = device.ordinal,
+            mib = section_bytes >> 20,
+            "parameters resident on the GPU"
+        );
+        Resident {
+            srs: Arc::new(srs),
+            _pins: Vec::new(),
+            _held: None,
+            params: Arc::downgrade(params),
+        }
+    };
+    let srs = Arc::clone(&entry.srs);
+    *resident = Some(entry);
     Ok(srs)
 }

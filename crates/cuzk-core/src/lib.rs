@@ -6,6 +6,7 @@
 //! - [`param_cache`]: parameters generated per circuit and cached on disk.
 //! - [`prover`]: the CPU prover with the split `prove_start` / `finish` API.
 //! - [`verify`]: verification with bellperson's (independent) verifier.
+//! - [`plan`]: how a request becomes partitions ([`ProofPlan`]).
 //! - [`synthetic`]: a PoRep-shaped synthetic circuit of any size.
 //! - [`domain`], [`msm`]: the FFTs and witness-shaped MSMs the prover uses.
 
@@ -15,6 +16,7 @@ pub mod gpu;
 pub mod msm;
 pub mod param_cache;
 pub mod params;
+pub mod plan;
 pub mod prover;
 pub mod shaped;
 pub mod synthetic;
@@ -23,6 +25,7 @@ pub mod verify;
 pub use assignment::{synthesize, DensityBitmap, ProvingAssignment, SizeHint};
 pub use param_cache::{CacheError, CacheOutcome, ParameterCache};
 pub use params::{ParamsError, PointCheck, ProvingParameters};
+pub use plan::ProofPlan;
 pub use prover::{
     finish, proof_to_bytes, prove, prove_start, PendingProof, ProveError, ProveTimings, Randomness,
     PROOF_BYTES,

@@ -80,6 +80,9 @@ pub struct ProveTimings {
     pub lock_wait: Duration,
     /// GPU backend: the whole CUDA region, lock held (zero on the CPU).
     pub gpu_region: Duration,
+    /// GPU backend: the G1 sections were streamed from host memory (they
+    /// did not stay resident on the device).
+    pub streamed: bool,
     /// Combining the pieces into A, B, C.
     pub epilogue: Duration,
 }

@@ -87,6 +87,10 @@ pub struct GpusSection {
     pub gpu_workers_per_device: usize,
     /// Threads for CPU-side prover work (0 = all cores).
     pub gpu_threads: usize,
+    /// Where the parameters' G1 sections live while proving: "auto" (in
+    /// GPU memory when they fit, else streamed from pinned host memory),
+    /// "device" or "host".
+    pub srs_residency: String,
 }
 
 impl Default for GpusSection {
@@ -96,6 +100,7 @@ impl Default for GpusSection {
             devices: Vec::new(),
             gpu_workers_per_device: 2,
             gpu_threads: 0,
+            srs_residency: "auto".into(),
         }
     }
 }
@@ -280,6 +285,11 @@ impl Config {
             result_capacity: self.pipeline.result_capacity,
             use_gpu: self.gpus.enabled,
             gpu_devices: self.gpus.devices.clone(),
+            srs_residency: self
+                .gpus
+                .srs_residency
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("[gpus] srs_residency: {e}"))?,
         })
     }
 }

@@ -47,6 +47,13 @@ fn main() -> anyhow::Result<()> {
     if let Some(dir) = cli.param_cache {
         config.srs.param_cache = Some(dir);
     }
+    // One parameter directory for cuzk and filecoin-proofs (whose verifiers
+    // read the .vk files), set before any thread starts.
+    let param_dir = cuzk_filecoin::settings::init_with(
+        config.srs.param_cache.as_deref(),
+        &cuzk_core::ParameterCache::default_dir(),
+    );
+    config.srs.param_cache = Some(param_dir);
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_new(&config.logging.level)

@@ -1,7 +1,7 @@
 //! The `cuzk.v1.ProvingEngine` gRPC service: a thin layer that checks and
 //! maps requests onto the engine and never blocks the async runtime.
 
-use cuzk_engine::{Engine, EngineError, JobResult, JobStatus, Priority, ProofKind, ProofRequest, Tier};
+use cuzk_engine::{Engine, EngineError, JobResult, JobStatus, Priority, ProofKind, ProofRequest, SectorFields, Tier};
 use cuzk_proto::v1::{self as pb, proving_engine_server::ProvingEngine};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,11 +27,13 @@ fn to_status(error: EngineError) -> Status {
         EngineError::NotFound(id) => Status::not_found(format!("no job with id {id}")),
         EngineError::ShuttingDown => Status::unavailable("the daemon is shutting down"),
         EngineError::Srs(m) => Status::failed_precondition(m),
+        EngineError::Internal(m) => Status::internal(m),
     }
 }
 
-/// Checks and converts a wire request.
-fn to_request(submit: pb::SubmitProofRequest) -> Result<ProofRequest, Status> {
+/// Checks and converts a wire request (shared with the bench's embedded
+/// engine, so both paths parse requests the same way).
+pub fn to_request(submit: pb::SubmitProofRequest) -> Result<ProofRequest, Status> {
     let kind = match pb::ProofKind::try_from(submit.proof_kind) {
         Ok(pb::ProofKind::PorepSealCommit) => ProofKind::PorepSealCommit,
         Ok(pb::ProofKind::SnapDealsUpdate) => ProofKind::SnapDealsUpdate,
@@ -57,6 +59,16 @@ fn to_request(submit: pb::SubmitProofRequest) -> Result<ProofRequest, Status> {
         priority,
         vanilla_proof: submit.vanilla_proof,
         vanilla_proofs: submit.vanilla_proofs,
+        sector: SectorFields {
+            sector_size: submit.sector_size,
+            sector_number: submit.sector_number,
+            miner_id: submit.miner_id,
+            randomness: submit.randomness,
+            partition_index: submit.partition_index,
+            comm_r_old: submit.comm_r_old,
+            comm_r_new: submit.comm_r_new,
+            comm_d_new: submit.comm_d_new,
+        },
     })
 }
 

@@ -12,114 +12,9 @@ use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 use tonic::Code;
 
-type Client = ProvingEngineClient<Channel>;
+mod common;
+use common::{await_job, Client, Daemon, Listen};
 use pb::await_proof_response::Status;
-
-enum Listen {
-    Tcp,
-    Unix,
-}
-
-/// A daemon process with its own parameter directory and log file.
-struct Daemon {
-    child: Child,
-    dir: tempfile::TempDir,
-    channel: Channel,
-}
-
-impl Daemon {
-    fn start(listen: Listen, extra_config: &str) -> Self {
-        Self::start_in(tempfile::tempdir().unwrap(), listen, extra_config)
-    }
-
-    fn start_in(dir: tempfile::TempDir, listen: Listen, extra_config: &str) -> Self {
-        let address = match listen {
-            Listen::Tcp => {
-                let port = std::net::TcpListener::bind("127.0.0.1:0")
-                    .unwrap()
-                    .local_addr()
-                    .unwrap()
-                    .port();
-                format!("127.0.0.1:{port}")
-            }
-            Listen::Unix => format!("unix://{}", dir.path().join("cuzk.sock").display()),
-        };
-        let params = dir.path().join("params");
-        let config = format!(
-            "[daemon]\nlisten = \"{address}\"\nshutdown_grace_secs = 2\n\
-             [srs]\nparam_cache = \"{}\"\n\
-             [logging]\nlevel = \"info\"\n{extra_config}",
-            params.display()
-        );
-        let config_path = dir.path().join("cuzk.toml");
-        std::fs::write(&config_path, config).unwrap();
-        let log = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
-            .arg("--config")
-            .arg(&config_path)
-            // Small test partitions would otherwise sit in glibc's heap arenas
-            // after being freed; real partitions (GBs) are mmapped anyway.
-            .env("MALLOC_MMAP_THRESHOLD_", "65536")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let runtime = tokio::runtime::Handle::current();
-        let channel = std::thread::scope(|s| s.spawn(|| runtime.block_on(connect(&address))).join().unwrap());
-        Daemon { child, dir, channel }
-    }
-
-    fn client(&self) -> Client {
-        ProvingEngineClient::new(self.channel.clone())
-            .max_decoding_message_size(cuzk_proto::MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(512 << 20)
-    }
-
-    fn params_dir(&self) -> PathBuf {
-        self.dir.path().join("params")
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap()
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Command::new("kill")
-            .arg(format!("-{name}"))
-            .arg(self.pid().to_string())
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn connect(address: &str) -> Channel {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let target = if address.starts_with("unix://") {
-            address.to_string()
-        } else {
-            format!("http://{address}")
-        };
-        let attempt = cuzk_proto::connect(&target).await;
-        match attempt {
-            Ok(channel) => return channel,
-            Err(e) if Instant::now() > deadline => panic!("daemon did not come up at {address}: {e}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
-}
 
 fn spec(constraints: usize, partitions: usize, seed: u64) -> SyntheticSpec {
     SyntheticSpec {
@@ -153,18 +48,6 @@ async fn submit(client: &mut Client, spec: &SyntheticSpec, priority: pb::Priorit
         .job_id
 }
 
-async fn await_job(client: &mut Client, job_id: &str, timeout_ms: u64) -> pb::AwaitProofResponse {
-    client
-        .await_proof(pb::AwaitProofRequest {
-            job_id: job_id.to_string(),
-            timeout_ms,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-}
-
-/// bellperson's verifier over every partition of a returned proof.
 fn check_proof(params_dir: &Path, spec: &SyntheticSpec, response: &pb::AwaitProofResponse) {
     assert_eq!(
         response.status,
@@ -386,10 +269,18 @@ async fn bad_requests_get_the_right_status_and_the_daemon_keeps_serving() {
         Code::InvalidArgument
     );
 
-    let mut not_yet = submit_request(&good, pb::ProofKind::PorepSealCommit, pb::Priority::Normal);
-    not_yet.registered_proof = 8;
+    // A Filecoin proof type with something that is no C1 output.
+    let mut not_c1 = submit_request(&good, pb::ProofKind::PorepSealCommit, pb::Priority::Normal);
+    not_c1.registered_proof = 8;
+    let error = client.submit_proof(not_c1).await.unwrap_err();
+    assert_eq!(error.code(), Code::InvalidArgument);
+    assert!(error.message().contains("C1 output"), "{}", error.message());
+
+    // Non-interactive PoRep (an aggregate proof) is not served.
+    let mut not_served = submit_request(&good, pb::ProofKind::PorepSealCommit, pb::Priority::Normal);
+    not_served.registered_proof = 18;
     assert_eq!(
-        client.submit_proof(not_yet).await.unwrap_err().code(),
+        client.submit_proof(not_served).await.unwrap_err().code(),
         Code::Unimplemented
     );
 

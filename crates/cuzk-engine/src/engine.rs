@@ -9,7 +9,7 @@ use crate::srs::{SrsManager, SrsStatus};
 use crate::timeline;
 use crate::EngineError;
 use cuzk_core::gpu::{GpuOutcome, GpuProver};
-use cuzk_core::{finish, proof_to_bytes, prove_start, ParameterCache, PendingProof, Randomness, Verifier};
+use cuzk_core::{finish, proof_to_bytes, prove_start, ParameterCache, PendingProof, Randomness};
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -43,6 +43,8 @@ pub struct EngineConfig {
     pub use_gpu: bool,
     /// GPU ordinals to use (empty = all visible).
     pub gpu_devices: Vec<u32>,
+    /// Where the G1 parameter sections live while a GPU proves with them.
+    pub srs_residency: cuzk_core::gpu::Residency,
 }
 
 impl Default for EngineConfig {
@@ -59,6 +61,7 @@ impl Default for EngineConfig {
             result_capacity: 10_000,
             use_gpu: true,
             gpu_devices: Vec::new(),
+            srs_residency: cuzk_core::gpu::Residency::Auto,
         }
     }
 }
@@ -194,7 +197,7 @@ impl Engine {
         let metrics = Metrics::new();
         metrics.budget_bytes.set(config.memory_budget as i64);
         let gpu = if config.use_gpu {
-            GpuProver::detect(&config.gpu_devices)
+            GpuProver::detect(&config.gpu_devices).map(|g| g.with_residency(config.srs_residency))
         } else {
             None
         };
@@ -301,6 +304,7 @@ impl Engine {
             }
         }
         let plan = plan_for(&request)?;
+        shared.srs.check_available(&plan.circuit_id())?;
         let priority = request
             .priority
             .unwrap_or_else(|| request.kind.default_priority());
@@ -772,17 +776,10 @@ fn finisher(shared: &Shared, name: &str, items: &Mutex<mpsc::Receiver<FinishItem
             continue;
         };
         // Whole proof: verify every partition before reporting COMPLETED.
-        let verdict = job.srs(&shared.srs).map_err(|e| e.to_string()).and_then(|srs| {
-            let verifier = Verifier::new(&srs.params().vk);
-            for (index, proof) in proofs.iter().enumerate() {
-                match verifier.verify(proof, &job.plan.public_inputs(index)) {
-                    Ok(true) => {}
-                    Ok(false) => return Err(format!("partition {index} proof failed verification")),
-                    Err(e) => return Err(format!("partition {index} verification error: {e}")),
-                }
-            }
-            Ok(())
-        });
+        let verdict = job
+            .srs(&shared.srs)
+            .map_err(|e| e.to_string())
+            .and_then(|srs| job.plan.verify(srs.params(), &proofs));
         tracing::debug!(job = %job.id, finisher = name, "assembled");
         match verdict {
             Ok(()) => {

@@ -20,7 +20,7 @@ mod timeline;
 
 pub use engine::{DeviceStatus, Engine, EngineConfig, EngineStatus, KindQueue, SubmitOutcome};
 pub use job::{JobResult, JobStatus};
-pub use request::{Priority, ProofKind, ProofRequest, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
+pub use request::{Priority, ProofKind, ProofRequest, SectorFields, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
 pub use srs::{SrsStatus, Tier};
 
 /// Errors the engine reports to clients.
@@ -41,4 +41,7 @@ pub enum EngineError {
     /// Parameters could not be loaded.
     #[error("parameters: {0}")]
     Srs(String),
+    /// A step that should not fail did.
+    #[error("internal error: {0}")]
+    Internal(String),
 }

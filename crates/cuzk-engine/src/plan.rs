@@ -1,23 +1,10 @@
 //! How a request becomes partitions: a [`ProofPlan`] per proof type.
 
-use crate::request::{ProofRequest, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
+use crate::request::{ProofKind, ProofRequest, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
 use crate::EngineError;
 use cuzk_core::{synthesize, ProvingAssignment, Scalar, SyntheticCircuit};
 
-/// Everything the pipeline needs to know about one proof.
-pub trait ProofPlan: Send + Sync + std::fmt::Debug {
-    /// Key of the parameters (SRS) the partitions are proved with.
-    fn circuit_id(&self) -> String;
-    /// Number of partitions, each a separate Groth16 proof.
-    fn partitions(&self) -> usize;
-    /// Upper estimate of the host memory one partition holds from the start
-    /// of its synthesis to the end of `prove_start`.
-    fn partition_bytes(&self) -> u64;
-    /// Builds partition `index`'s proving assignment.
-    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, String>;
-    /// Public inputs of partition `index`, for verification.
-    fn public_inputs(&self, index: usize) -> Vec<Scalar>;
-}
+pub use cuzk_core::ProofPlan;
 
 /// Largest synthetic partition served (2^27, the size of a 32 GiB PoRep
 /// partition's domain).
@@ -49,11 +36,31 @@ pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, EngineErro
             request.kind
         )));
     }
-    Err(EngineError::Unsupported(format!(
-        "registered_proof {} ({:?}) is not served yet: only the synthetic circuit \
-         (registered_proof {SYNTHETIC_REGISTERED_PROOF}) is, until the Filecoin proof types land",
-        request.registered_proof, request.kind
-    )))
+    let sector = &request.sector;
+    let filecoin = cuzk_filecoin::FilecoinRequest {
+        kind: match request.kind {
+            ProofKind::PorepSealCommit => cuzk_filecoin::Kind::Porep,
+            ProofKind::SnapDealsUpdate => cuzk_filecoin::Kind::Snap,
+            ProofKind::WindowPostPartition => cuzk_filecoin::Kind::Window,
+            ProofKind::WinningPost => cuzk_filecoin::Kind::Winning,
+        },
+        registered_proof: request.registered_proof,
+        sector_size: sector.sector_size,
+        vanilla_proof: request.vanilla_proof.clone(),
+        vanilla_proofs: request.vanilla_proofs.clone(),
+        sector_number: sector.sector_number,
+        miner_id: sector.miner_id,
+        randomness: sector.randomness.clone(),
+        partition_index: sector.partition_index,
+        comm_r_old: sector.comm_r_old.clone(),
+        comm_r_new: sector.comm_r_new.clone(),
+        comm_d_new: sector.comm_d_new.clone(),
+    };
+    cuzk_filecoin::plan_for(&filecoin).map_err(|e| match e {
+        cuzk_filecoin::FilecoinError::InvalidArgument(m) => EngineError::InvalidArgument(m),
+        cuzk_filecoin::FilecoinError::Unsupported(m) => EngineError::Unsupported(m),
+        cuzk_filecoin::FilecoinError::Internal(m) => EngineError::Internal(m),
+    })
 }
 
 /// The synthetic PoRep-shaped circuit, partitioned.

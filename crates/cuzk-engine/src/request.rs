@@ -76,6 +76,30 @@ pub struct ProofRequest {
     pub vanilla_proof: Vec<u8>,
     /// PoSt / SnapDeals vanilla proofs.
     pub vanilla_proofs: Vec<Vec<u8>>,
+    /// The sector fields of Filecoin requests.
+    pub sector: SectorFields,
+}
+
+/// The request fields only Filecoin proofs use (`cuzk.v1` fields 3, 20-23,
+/// 30-32).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SectorFields {
+    /// Sector size in bytes (0 = take it from the registered proof).
+    pub sector_size: u64,
+    /// Sector number (PoRep).
+    pub sector_number: u64,
+    /// Miner actor id.
+    pub miner_id: u64,
+    /// PoSt randomness (32 bytes).
+    pub randomness: Vec<u8>,
+    /// WindowPoSt partition index.
+    pub partition_index: u32,
+    /// SnapDeals: old replica commitment (32 bytes).
+    pub comm_r_old: Vec<u8>,
+    /// SnapDeals: new replica commitment.
+    pub comm_r_new: Vec<u8>,
+    /// SnapDeals: new data commitment.
+    pub comm_d_new: Vec<u8>,
 }
 
 /// Shape of a synthetic request, from the `vanilla_proof` field as JSON,

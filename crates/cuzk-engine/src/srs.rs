@@ -129,6 +129,24 @@ impl SrsManager {
         Ok((already, handle.load_time))
     }
 
+    /// Checks that `circuit_id`'s parameters can be had (resident, on disk,
+    /// or a synthetic circuit's, generated on demand), so a request for
+    /// missing parameters is refused at submission, naming the file.
+    pub fn check_available(&self, circuit_id: &str) -> Result<(), EngineError> {
+        if self.is_resident(circuit_id) || SyntheticCircuit::parse_circuit_id(circuit_id).is_some() {
+            return Ok(());
+        }
+        let path = self.cache.params_path(circuit_id);
+        if path.exists() {
+            return Ok(());
+        }
+        Err(EngineError::Srs(format!(
+            "parameter file {} not found (set [srs] param_cache or FIL_PROOFS_PARAMETER_CACHE; \
+             test-size Filecoin parameters can be generated with `cuzk-bench gen-params`)",
+            path.display()
+        )))
+    }
+
     fn is_resident(&self, circuit_id: &str) -> bool {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries

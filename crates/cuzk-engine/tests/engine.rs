@@ -29,6 +29,7 @@ fn request(spec: SyntheticSpec, priority: Option<Priority>) -> ProofRequest {
         priority,
         vanilla_proof: spec.to_vanilla_proof(),
         vanilla_proofs: Vec::new(),
+        sector: Default::default(),
     }
 }
 

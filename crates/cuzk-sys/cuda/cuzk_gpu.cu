@@ -8,12 +8,24 @@
 #include <cuda.h>
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
+#ifdef __linux__
+# include <sched.h>
+#endif
 
 #include <ff/bls12-381.hpp>
+// G2's base field: on the device a degree-2 type (two threads of a warp hold
+// the two halves of one element and cooperate on each operation), on the
+// host blst's fp2 arithmetic. sppark's xyzz_t, jacobian_t, batch_addition
+// and Pippenger are written against field_t::degree, so they serve G2 as is.
+#include <ff/bls12-381-fp2.hpp>
 #include <ec/jacobian_t.hpp>
 #include <ec/xyzz_t.hpp>
 
@@ -23,10 +35,19 @@ typedef bucket_t::affine_t affine_t;
 typedef affine_t::mem_t affine_h;
 typedef fr_t scalar_t;
 
+typedef jacobian_t<fp2_t> point2_t;
+typedef xyzz_t<fp2_t> bucket2_t;
+typedef bucket2_t::affine_t affine2_t;
+typedef affine2_t::mem_t affine2_h;
+
 // sppark's radix-sort kernel is a plain (non-template) __global__ named
 // `sort`; another sppark-based library in the same binary (supraseal-c2 in
 // the benchmark) defines it too. Renaming it inside this translation unit
-// keeps the two from colliding at link time.
+// keeps the two from colliding at link time. Everything else sppark puts in
+// this translation unit is a template (kernels included), instantiated once
+// per group: the G1 and G2 instantiations have distinct mangled names, and
+// identical instantiations in another library are merged by the linker
+// (same source, same sppark crate).
 #define sort cuzk_pippenger_sort
 #include <msm/pippenger.cuh>
 #undef sort
@@ -37,11 +58,27 @@ typedef fr_t scalar_t;
 // pointers would recurse in its template overload. Both types are the same
 // 96 bytes (blst_p1_affine's layout), which the kernels below rely on.
 static_assert(sizeof(affine_t) == 96 && sizeof(affine_h) == 96, "affine layout");
+// G2: the in-memory form (affine2_h) is blst_p2_affine's 192 bytes, x then
+// y, each fp2 as c0 then c1 (Montgomery fp, as blst): the device reads
+// x[threadIdx.x & 1], so even lanes get c0, odd lanes c1, and fp2_t's
+// multiplication treats x[0] as the real part. In the device pass affine2_t
+// is one lane's half (96 bytes), so its size is checked on the host only.
+static_assert(sizeof(affine2_h) == 192, "G2 affine memory layout");
+static_assert(sizeof(bucket2_t::mem_t) == 384, "G2 bucket memory layout");
+#ifndef __CUDA_ARCH__
+static_assert(sizeof(affine2_t) == 192, "G2 affine layout (blst_p2_affine)");
+static_assert(sizeof(point_t) == 144, "G1 Jacobian layout (blst_p1)");
+// jacobian_t<fp2_t> is X, Y, Z, each fp2 (c0, c1): blst_p2's 288 bytes and
+// the same Jacobian coordinates (x = X/Z^2, y = Y/Z^3, Z = 0 at infinity).
+static_assert(sizeof(point2_t) == 288, "G2 Jacobian layout (blst_p2)");
+#endif
 
 // ---- layouts shared with Rust (crates/cuzk-sys/src/gpu.rs) ----
 
 // blst_p1_affine: x, y in Montgomery form, 48 bytes each.
 static const size_t BLST_P1_AFFINE_SZ = 96;
+// blst_p2_affine: x, y in fp2, 96 bytes each.
+static const size_t BLST_P2_AFFINE_SZ = 192;
 
 struct cuzk_msm_plan_t {
     size_t offset;                 // first point of this MSM in its section
@@ -52,6 +89,13 @@ struct cuzk_msm_plan_t {
     size_t nothers;
 };
 
+// Overrides of the sizes below, 0 for the defaults: the checks use small
+// values so that chunked streaming and split MSMs run at small sizes.
+struct cuzk_tuning_t {
+    size_t stream_chunk;           // points per streamed chunk
+    size_t msm_window;             // most "other" points per Pippenger MSM
+};
+
 struct cuzk_partition_t {
     const scalar_t* a;             // Montgomery, abc_len each
     const scalar_t* b;
@@ -59,18 +103,228 @@ struct cuzk_partition_t {
     size_t abc_len;
     uint32_t lg_domain;
     scalar_t z_inv;                // 1 / (g^n - 1), Montgomery
+    // b_aux serves both B MSMs: B_G1 over the b_g1 section and B_G2 over
+    // b_g2, with the same offset (the B inputs) and the same scalars.
     cuzk_msm_plan_t l, a_aux, b_aux;
+    cuzk_tuning_t tuning;
 };
 
 struct cuzk_partition_out_t {
     point_t h, l, a_aux, b_aux;    // Jacobian, blst_p1 layout
-    double ms_upload, ms_ntt, ms_h_msm, ms_l_msm, ms_a_msm, ms_b_msm;
+    point2_t b_g2;                 // Jacobian, blst_p2 layout
+    double ms_upload, ms_ntt, ms_h_msm, ms_l_msm, ms_a_msm, ms_b_msm, ms_b_g2;
+};
+#ifndef __CUDA_ARCH__
+static_assert(sizeof(cuzk_partition_out_t) == 4 * 144 + 288 + 7 * 8,
+              "partition output layout");
+#endif
+
+// ---- pinned staging for host-to-device copies from pageable memory ----
+//
+// Why: cudaMemcpy from pageable memory goes through the driver's small
+// bounce buffer, filled by one CPU thread, and does not overlap that fill
+// with the DMA: about 6.5 GB/s on the H200 host, so a, b and c of a 2^26
+// partition (3 x 2 GiB) took a second. Pinning the vectors themselves
+// (cudaHostRegister) costs about as much per call as it saves. Instead,
+// several host threads fill one of two pinned buffers while the copy engine
+// drains the other, so the copy runs at the slower of PCIe and the threads'
+// memcpy instead of at their serial sum.
+//
+// Bounded: two STAGE_BYTES buffers per SRS handle (one handle per device at
+// a time), and at most STAGE_MAX_THREADS threads that live for one upload.
+// Without pinned memory (cudaHostAlloc refused) copies fall back to plain
+// pageable cudaMemcpyAsync.
+
+static const size_t STAGE_BYTES = (size_t)64 << 20;
+static const unsigned STAGE_MAX_THREADS = 8;
+
+// Half the CPUs this process may run on (sched affinity, else
+// hardware_concurrency), 1 to STAGE_MAX_THREADS: memcpy saturates memory
+// bandwidth with a few threads, and the rest of the host keeps working
+// (witness synthesis of the next partitions).
+static unsigned stage_threads()
+{
+    unsigned cpus = std::thread::hardware_concurrency();
+#ifdef __linux__
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+        cpus = CPU_COUNT(&set);
+#endif
+    return std::max(1u, std::min(cpus / 2, STAGE_MAX_THREADS));
+}
+
+// A team of threads doing one memcpy at a time together, split in page-
+// aligned slices; the calling thread copies the first slice. Lives for one
+// upload (spawning its threads once, not per chunk); the destructor stops
+// and joins them, also when a CUDA error unwinds the upload.
+class copy_team_t {
+    std::vector<std::thread> helpers;
+    std::mutex mtx;
+    std::condition_variable job_cv, done_cv;
+    uint64_t generation = 0;
+    size_t pending = 0, parts = 1;
+    bool stop = false;
+    char* dst = nullptr;
+    const char* src = nullptr;
+    size_t bytes = 0;
+
+    void slice(size_t i)
+    {
+        size_t per = ((bytes + parts - 1) / parts + 4095) & ~(size_t)4095;
+        size_t begin = std::min(bytes, i * per);
+        size_t end = std::min(bytes, begin + per);
+        if (end > begin)
+            std::memcpy(dst + begin, src + begin, end - begin);
+    }
+
+    void helper(size_t i)
+    {
+        uint64_t seen = 0;
+        std::unique_lock<std::mutex> lock(mtx);
+        for (;;) {
+            job_cv.wait(lock, [&] { return stop || generation != seen; });
+            if (stop)
+                return;
+            seen = generation;
+            lock.unlock();
+            slice(i);
+            lock.lock();
+            if (--pending == 0)
+                done_cv.notify_one();
+        }
+    }
+
+public:
+    explicit copy_team_t(unsigned nthreads)
+    {
+        // Fewer helpers than asked (thread creation refused) still copy
+        // everything: the slices follow the number actually running.
+        try {
+            for (unsigned i = 1; i < nthreads; i++)
+                helpers.emplace_back([this, i] { helper(i); });
+        } catch (...) {
+        }
+    }
+
+    ~copy_team_t()
+    {
+        {
+            std::lock_guard<std::mutex> guard(mtx);
+            stop = true;
+        }
+        job_cv.notify_all();
+        for (auto& t : helpers)
+            t.join();
+    }
+
+    // Returns when all of `n` bytes are copied.
+    void copy(void* to, const void* from, size_t n)
+    {
+        {
+            std::lock_guard<std::mutex> guard(mtx);
+            dst = static_cast<char*>(to);
+            src = static_cast<const char*>(from);
+            bytes = n;
+            parts = helpers.size() + 1;
+            pending = helpers.size();
+            generation++;
+        }
+        job_cv.notify_all();
+        slice(0);
+        std::unique_lock<std::mutex> lock(mtx);
+        done_cv.wait(lock, [&] { return pending == 0; });
+    }
 };
 
+class stager_t {
+    char* buf[2] = {nullptr, nullptr};
+    cudaEvent_t drained[2] = {nullptr, nullptr};
+    std::mutex mtx;   // one upload at a time per buffer pair
+
+public:
+    // Allocates on the current device; ok() says whether it worked.
+    stager_t()
+    {
+        for (int k = 0; k < 2; k++) {
+            if (cudaHostAlloc((void**)&buf[k], STAGE_BYTES, cudaHostAllocPortable) != cudaSuccess)
+                buf[k] = nullptr;
+            if (cudaEventCreateWithFlags(&drained[k], cudaEventDisableTiming) != cudaSuccess)
+                drained[k] = nullptr;
+        }
+        (void)cudaGetLastError();   // a refusal is not sticky; clear it
+    }
+    ~stager_t()
+    {
+        for (int k = 0; k < 2; k++) {
+            if (drained[k]) {
+                (void)cudaEventSynchronize(drained[k]);
+                (void)cudaEventDestroy(drained[k]);
+            }
+            if (buf[k])
+                (void)cudaFreeHost(buf[k]);
+        }
+    }
+    stager_t(const stager_t&) = delete;
+    stager_t& operator=(const stager_t&) = delete;
+
+    bool ok() const
+    {   return buf[0] && buf[1] && drained[0] && drained[1];   }
+
+    // Copies `bytes` from pageable `src` to device `dst` in stream order on
+    // `stream`. Returns once `src` has been read; the DMA of the last chunk
+    // or two may still run, so later work on `stream` (or on a stream made
+    // to wait for an event recorded on it) sees the data. Buffer k is
+    // refilled only after its previous DMA (event drained[k]) has finished,
+    // which also carries across calls: the next upload's first chunk is
+    // filled while this one's last chunk is in flight.
+    void copy(copy_team_t& team, void* dst, const void* src, size_t bytes,
+              cudaStream_t stream)
+    {
+        std::lock_guard<std::mutex> guard(mtx);
+        char* to = static_cast<char*>(dst);
+        const char* from = static_cast<const char*>(src);
+        for (size_t off = 0, k = 0; off < bytes; off += STAGE_BYTES, k ^= 1) {
+            size_t n = std::min(STAGE_BYTES, bytes - off);
+            CUDA_OK(cudaEventSynchronize(drained[k]));
+            team.copy(buf[k], from + off, n);
+            CUDA_OK(cudaMemcpyAsync(to + off, buf[k], n, cudaMemcpyHostToDevice, stream));
+            CUDA_OK(cudaEventRecord(drained[k], stream));
+        }
+    }
+};
+
+// Host-to-device copy of pageable memory: staged when `stage` is usable,
+// else a plain copy (which the driver performs before returning).
+static void upload(stager_t* stage, copy_team_t* team, void* dst,
+                   const void* src, size_t bytes, cudaStream_t stream)
+{
+    if (bytes == 0)
+        return;
+    if (stage && team && stage->ok())
+        stage->copy(*team, dst, src, bytes, stream);
+    else
+        CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+}
+
+// Resident mode: the sections live in device memory. Streamed mode (cards
+// too small to hold them): nothing lives on the device; every proof passes
+// the host sections (pinned by the caller where possible) and the MSMs
+// stream them through in chunks.
 struct cuzk_gpu_srs_t {
     int device;
+    bool streamed;
     gpu_ptr_t<affine_t> h, l, a, b_g1;
-    size_t nh, nl, na, nb;
+    gpu_ptr_t<affine2_t> b_g2;
+    size_t nh, nl, na, nb, nb2;
+    // The pinned double buffer of this device's uploads (a, b, c at every
+    // proof; the sections once, when resident). Null when not allocated.
+    std::unique_ptr<stager_t> stage;
+};
+
+struct cuzk_host_sections_t {
+    const affine_t *h, *l, *a, *b_g1;
+    const affine2_t* b_g2;
 };
 
 struct cuzk_device_info_t {
@@ -78,6 +332,34 @@ struct cuzk_device_info_t {
     size_t total_bytes, free_bytes;
     int sm_count, major, minor;
 };
+
+// ---- the two groups ----
+
+// What the witness-structured MSM needs to know about a group. Streamed
+// chunks are 384 MiB of device memory in both groups; the largest Pippenger
+// MSM of "other" scalars (the window) holds its gathered points, scalars and
+// indices: G1 2^24 x (96 + 32 + 4) bytes = 2.1 GiB, G2 2^23 x (192 + 32 + 4)
+// bytes = 1.8 GiB, plus sppark's buckets, digits and sort temporaries (under
+// 0.5 GiB at those sizes). Partitions with more "other" scalars than a
+// window run several MSMs, so this part of the working set is bounded
+// whatever the witness.
+template<class Point, class Bucket, size_t Chunk, size_t Window>
+struct curve_t {
+    typedef Point point;
+    typedef Bucket bucket;
+    typedef typename Bucket::mem_t bucket_mem;
+    typedef typename Bucket::affine_t affine;
+    typedef typename affine::mem_t affine_mem;
+    static constexpr size_t stream_chunk = Chunk;
+    static constexpr size_t msm_window = Window;
+};
+typedef curve_t<point_t, bucket_t, (size_t)1 << 22, (size_t)1 << 24> g1_curve;
+typedef curve_t<point2_t, bucket2_t, (size_t)1 << 21, (size_t)1 << 23> g2_curve;
+
+// No Pippenger MSM below this many points is started when it can be avoided
+// (the Rust side sends fewer "others" to the CPU, and sppark's MSM is not
+// relied on for tiny inputs): the streamed path never leaves a smaller tail.
+static const size_t MIN_MSM = (size_t)1 << 12;
 
 // ---- helpers ----
 
@@ -100,6 +382,9 @@ template<class T> static gpu_ptr_t<T> device_alloc(size_t n)
     CUDA_OK(cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)));
     return gpu_ptr_t<T>(ptr);
 }
+
+static cuda_error invalid(const char* why)
+{   return cuda_error(cudaErrorInvalidValue, std::string(why));   }
 
 struct stopwatch_t {
     std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
@@ -125,69 +410,179 @@ __global__ void quotient_on_coset(fr_t* a, const fr_t* b, const fr_t* c,
     }
 }
 
-__global__ void gather_points(affine_h* out, const affine_h* in,
-                              const uint32_t* index, size_t n)
+// out[i] = in[index[i] - base]: `in` holds the points from index `base` on.
+// T is a point's in-memory form (affine_h or affine2_h), copied whole.
+template<class T>
+__global__ void gather_points(T* out, const T* in, const uint32_t* index,
+                              size_t n, uint32_t base)
 {
     for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
          i += (size_t)blockDim.x * gridDim.x)
-        out[i] = in[index[i]];
+        out[i] = in[index[i] - base];
 }
 
-// ---- witness-structured MSM on resident points ----
+// ---- witness-structured MSM ----
 
-// Sum of points[i] over set bits, with sppark's batch addition; the
-// per-warp partial sums come back to the host and are added there.
-static point_t sum_of_ones(const gpu_t& gpu, const affine_h* points,
-                           size_t npoints, const uint32_t* h_bitmap)
+// Sum of points[i] over the set bits of the device bitmap `d_bitmap`, with
+// sppark's batch addition; the per-warp partial sums come back to the host
+// and are added there. (With G2's degree 2, a warp is 16 pairs of threads
+// and still leaves one partial sum, so the count is the same.)
+template<class C>
+static typename C::point sum_of_ones(const gpu_t& gpu,
+                                     const typename C::affine_mem* points,
+                                     size_t npoints, const uint32_t* d_bitmap)
 {
-    point_t out;
+    typedef typename C::bucket bucket;
+    typedef typename C::bucket_mem bucket_mem;
+    typedef typename C::affine_mem affine_mem;
+    typename C::point out;
     out.inf();
     if (npoints == 0)
         return out;
-    size_t words = ((npoints + 1023) / 1024) * 32;
-    dev_ptr_t<uint32_t> d_bitmap{words, gpu[0]};
-    gpu[0].HtoD(&d_bitmap[0], h_bitmap, words);
     size_t nparts = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
-    dev_ptr_t<bucket_t::mem_t> d_parts{nparts, gpu[0]};
+    dev_ptr_t<bucket_mem> d_parts{nparts, gpu[0]};
     // batch_addition is overloaded; pick the bitmap form explicitly.
-    typedef void (*bitmap_add_t)(bucket_t::mem_t*, const affine_h*, uint32_t,
+    typedef void (*bitmap_add_t)(bucket_mem*, const affine_mem*, uint32_t,
                                  const uint32_t*, bool, uint32_t);
-    bitmap_add_t kernel = batch_addition<bucket_t, affine_h>;
+    bitmap_add_t kernel = batch_addition<bucket, affine_mem>;
     gpu[0].launch_coop(kernel, {gpu.sm_count(), BATCH_ADD_BLOCK_SIZE},
-                       (bucket_t::mem_t*)d_parts, points, (uint32_t)npoints,
-                       (const uint32_t*)d_bitmap, false, (uint32_t)0);
-    std::vector<bucket_t> parts(nparts);
+                       (bucket_mem*)d_parts, points, (uint32_t)npoints,
+                       d_bitmap, false, (uint32_t)0);
+    std::vector<bucket> parts(nparts);
     gpu[0].DtoH(&parts[0], d_parts, nparts);
     gpu[0].sync();
-    bucket_t acc;
+    bucket acc;
     acc.inf();
     for (auto& p : parts)
         acc.add(p);
-    return (point_t)acc;
+    return (typename C::point)acc;
 }
 
-static point_t structured_msm(const gpu_t& gpu, const affine_t* section,
-                              const cuzk_msm_plan_t& plan)
+template<class C>
+static void gather(const gpu_t& gpu, typename C::affine* out,
+                   const typename C::affine_mem* in, const uint32_t* d_index,
+                   size_t n, uint32_t base)
 {
-    const affine_h* points = reinterpret_cast<const affine_h*>(section + plan.offset);
-    point_t out = sum_of_ones(gpu, points, plan.npoints, plan.ones_bitmap);
-    if (plan.nothers == 0)
-        return out;
-    auto d_index = device_alloc<uint32_t>(plan.nothers);
-    auto d_points = device_alloc<affine_t>(plan.nothers);
-    auto d_scalars = device_alloc<scalar_t>(plan.nothers);
-    gpu[0].HtoD((uint32_t*)d_index, plan.other_index, plan.nothers);
-    gpu[0].HtoD((scalar_t*)d_scalars, plan.other_scalar, plan.nothers);
-    gather_points<<<gpu.sm_count() * 4, 256, 0, gpu[0]>>>(
-        reinterpret_cast<affine_h*>((affine_t*)d_points), points, d_index, plan.nothers);
+    typedef typename C::affine_mem affine_mem;
+    if (n == 0)
+        return;
+    gather_points<affine_mem><<<gpu.sm_count() * 4, 256, 0, gpu[0]>>>(
+        reinterpret_cast<affine_mem*>(out), in, d_index, n, base);
     CUDA_OK(cudaGetLastError());
-    gpu[0].sync();
-    msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, plan.nothers};
-    point_t others;
-    RustError err = msm.invoke(others, d_points, plan.nothers, d_scalars, false);
-    if (err.code != cudaSuccess)
-        throw cuda_error(err.code, err.message ? err.message : "MSM failed");
-    out.add(others);
+}
+
+// Pippenger over n device points and n canonical device scalars.
+template<class C>
+static typename C::point pippenger(const gpu_ptr_t<typename C::affine>& d_points,
+                                   const gpu_ptr_t<scalar_t>& d_scalars, size_t n)
+{
+    msm_t<typename C::bucket, typename C::point, typename C::affine, scalar_t>
+        msm{nullptr, n};
+    typename C::point out;
+    RustError err = msm.invoke(out, d_points, n, d_scalars, false);
+    if (err.code != cudaSuccess) {
+        std::string why = err.message ? err.message : "MSM failed";
+        std::free(err.message);
+        throw cuda_error(err.code, why);
+    }
+    return out;
+}
+
+// The witness-shaped MSM of one section: ones summed by batch addition, the
+// other scalars gathered into Pippenger MSMs of at most a window each. The
+// section is a device pointer (resident mode) or a host pointer (streamed
+// mode: the points go through a device buffer chunk by chunk). Device
+// memory: the bitmap, one window of gathered points, scalars and indices,
+// sppark's MSM temporaries and, streamed, one chunk.
+template<class C>
+static typename C::point structured_msm(const gpu_t& gpu,
+                                        const typename C::affine* section,
+                                        bool streamed,
+                                        const cuzk_msm_plan_t& plan,
+                                        const cuzk_tuning_t& tuning)
+{
+    typedef typename C::affine affine;
+    typedef typename C::affine_mem affine_mem;
+    typename C::point out;
+    out.inf();
+    if (plan.npoints == 0)
+        return out;
+    // Chunks are whole 1024-bit bitmap granules (batch addition reads the
+    // bitmap 32 words at a time from a chunk's first word).
+    size_t chunk = tuning.stream_chunk ? tuning.stream_chunk : C::stream_chunk;
+    chunk = std::max<size_t>(1024, (chunk + 1023) & ~(size_t)1023);
+    size_t window = tuning.msm_window ? tuning.msm_window : C::msm_window;
+    window = std::max(window, 2 * MIN_MSM);
+    if (streamed) // a chunk's others always fit; closing a window leaves >= MIN_MSM
+        window = std::max(window, std::max(2 * chunk, chunk + MIN_MSM));
+    size_t cap = std::min(plan.nothers, window + MIN_MSM);
+
+    size_t words = ((plan.npoints + 1023) / 1024) * 32;
+    dev_ptr_t<uint32_t> d_bitmap{words, gpu[0]};
+    gpu[0].HtoD(&d_bitmap[0], plan.ones_bitmap, words);
+    auto d_index = device_alloc<uint32_t>(cap);
+    auto d_others = device_alloc<affine>(cap);
+    auto d_scalars = device_alloc<scalar_t>(cap);
+
+    // The window: others [first, first + fill) are gathered in d_others.
+    size_t first = 0, fill = 0;
+    auto flush = [&]() {
+        if (fill == 0)
+            return;
+        gpu[0].HtoD((scalar_t*)d_scalars, plan.other_scalar + first, fill);
+        gpu[0].sync();
+        out.add(pippenger<C>(d_others, d_scalars, fill));
+        first += fill;
+        fill = 0;
+    };
+
+    const affine* start = section + plan.offset;
+    if (!streamed) {
+        const affine_mem* points = reinterpret_cast<const affine_mem*>(start);
+        out.add(sum_of_ones<C>(gpu, points, plan.npoints, d_bitmap));
+        // Balanced windows (each at least window/2 >= MIN_MSM points).
+        size_t nwin = (plan.nothers + window - 1) / window;
+        for (size_t w = 0; w < nwin; w++) {
+            size_t end = plan.nothers * (w + 1) / nwin;
+            fill = end - first;
+            gpu[0].HtoD((uint32_t*)d_index, plan.other_index + first, fill);
+            gather<C>(gpu, d_others, points, d_index, fill, 0);
+            flush();
+        }
+    } else {
+        chunk = std::min(plan.npoints, chunk);
+        auto d_chunk = device_alloc<affine>(chunk);
+        const affine_mem* points =
+            reinterpret_cast<const affine_mem*>((affine*)d_chunk);
+        // The other indices ascend, so each chunk's are a contiguous run.
+        const uint32_t* idx = plan.other_index;
+        size_t done = 0;
+        for (size_t off = 0; off < plan.npoints; off += chunk) {
+            size_t num = std::min(chunk, plan.npoints - off);
+            gpu[0].HtoD((affine*)d_chunk, start + off, num);
+            out.add(sum_of_ones<C>(gpu, points, num, &d_bitmap[off / 32]));
+            size_t upto = std::lower_bound(idx + done, idx + plan.nothers,
+                                           (uint32_t)(off + num)) - idx;
+            size_t cnt = upto - done;
+            if (cnt) {
+                gpu[0].HtoD((uint32_t*)d_index + fill, idx + done, cnt);
+                gather<C>(gpu, (affine*)d_others + fill, points,
+                          (const uint32_t*)d_index + fill, cnt, (uint32_t)off);
+            }
+            fill += cnt;
+            done = upto;
+            gpu[0].sync();   // d_chunk is reused by the next chunk
+            // Close the window once another chunk might not fit, unless
+            // what is left would make a tail below MIN_MSM: then the rest
+            // (under MIN_MSM points) joins this window, within `cap`.
+            if (fill + chunk > window && plan.nothers - done >= MIN_MSM)
+                flush();
+        }
+        if (done != plan.nothers)
+            throw invalid("other indices not ascending");
+        flush();
+    }
+    gpu.sync();
     return out;
 }
 
@@ -220,34 +615,55 @@ CUZK_TRY
 CUZK_CATCH
 }
 
-extern "C" RustError cuzk_gpu_srs_create(int device,
+extern "C" RustError cuzk_gpu_srs_create(int device, bool streamed,
         const void* h, size_t nh, const void* l, size_t nl,
         const void* a, size_t na, const void* b_g1, size_t nb,
-        cuzk_gpu_srs_t** out)
+        const void* b_g2, size_t nb2, cuzk_gpu_srs_t** out)
 {
 CUZK_TRY
     set_device(device);
     const gpu_t& gpu = select_gpu(device);
-    auto srs = new cuzk_gpu_srs_t{};
+    std::unique_ptr<cuzk_gpu_srs_t> srs{new cuzk_gpu_srs_t{}};
     srs->device = device;
-    try {
-        srs->h = device_alloc<affine_t>(nh);     srs->nh = nh;
-        srs->l = device_alloc<affine_t>(nl);     srs->nl = nl;
-        srs->a = device_alloc<affine_t>(na);     srs->na = na;
-        srs->b_g1 = device_alloc<affine_t>(nb);  srs->nb = nb;
-        // Same 96-byte layout on both sides: plain copies.
-        if (nh) gpu[0].HtoD((affine_t*)srs->h, h, nh);
-        if (nl) gpu[0].HtoD((affine_t*)srs->l, l, nl);
-        if (na) gpu[0].HtoD((affine_t*)srs->a, a, na);
-        if (nb) gpu[0].HtoD((affine_t*)srs->b_g1, b_g1, nb);
+    srs->streamed = streamed;
+    srs->nh = nh; srs->nl = nl; srs->na = na; srs->nb = nb; srs->nb2 = nb2;
+    srs->stage.reset(new stager_t());
+    if (!streamed) {
+        srs->h = device_alloc<affine_t>(nh);
+        srs->l = device_alloc<affine_t>(nl);
+        srs->a = device_alloc<affine_t>(na);
+        srs->b_g1 = device_alloc<affine_t>(nb);
+        srs->b_g2 = device_alloc<affine2_t>(nb2);
+        // Same layouts on both sides (96 / 192 bytes a point): plain
+        // copies, staged through pinned memory.
+        stager_t* stage = srs->stage.get();
+        copy_team_t team(stage->ok() ? stage_threads() : 1);
+        cudaStream_t s = gpu[0];
+        upload(stage, &team, (affine_t*)srs->h, h, nh * sizeof(affine_t), s);
+        upload(stage, &team, (affine_t*)srs->l, l, nl * sizeof(affine_t), s);
+        upload(stage, &team, (affine_t*)srs->a, a, na * sizeof(affine_t), s);
+        upload(stage, &team, (affine_t*)srs->b_g1, b_g1, nb * sizeof(affine_t), s);
+        upload(stage, &team, (affine2_t*)srs->b_g2, b_g2, nb2 * sizeof(affine2_t), s);
         gpu[0].sync();
-    } catch (...) {
-        delete srs;
-        throw;
     }
-    *out = srs;
+    *out = srs.release();
     return RustError{cudaSuccess};
 CUZK_CATCH
+}
+
+// Page-locks host memory (for streamed sections) so copies run at full
+// PCIe speed; portable across devices.
+extern "C" RustError cuzk_gpu_host_register(void* ptr, size_t bytes)
+{
+CUZK_TRY
+    CUDA_OK(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable));
+    return RustError{cudaSuccess};
+CUZK_CATCH
+}
+
+extern "C" void cuzk_gpu_host_unregister(void* ptr)
+{
+    (void)cudaHostUnregister(ptr);
 }
 
 extern "C" void cuzk_gpu_srs_drop(cuzk_gpu_srs_t* srs)
@@ -258,9 +674,11 @@ extern "C" void cuzk_gpu_srs_drop(cuzk_gpu_srs_t* srs)
     }
 }
 
-// The CUDA region of one partition: H by NTTs and its MSM, then the L, A and
-// B_G1 MSMs shaped by the witness. Device memory is released before return.
+// The CUDA region of one partition: H by NTTs and its MSM, then the L, A,
+// B_G1 and B_G2 MSMs shaped by the witness. Device memory is released
+// before return.
 extern "C" RustError cuzk_gpu_prove(const cuzk_gpu_srs_t* srs,
+                                    const cuzk_host_sections_t* host,
                                     const cuzk_partition_t* p,
                                     cuzk_partition_out_t* out)
 {
@@ -271,49 +689,76 @@ CUZK_TRY
     size_t n = (size_t)1 << p->lg_domain;
     if (p->abc_len > n || srs->nh + 1 != n)
         return RustError{cudaErrorInvalidValue, "domain and H section disagree"};
+    if (p->b_aux.offset + p->b_aux.npoints > srs->nb2)
+        return RustError{cudaErrorInvalidValue, "B plan exceeds the B_G2 section"};
+    bool streamed = srs->streamed;
+    const affine_t* h_points = streamed ? host->h : (const affine_t*)srs->h;
     {
         auto d_a = device_alloc<fr_t>(n);
-        dev_ptr_t<fr_t> d_b{n, gpu[0]}, d_c{n, gpu[0]};
+        auto d_b = device_alloc<fr_t>(n);
+        auto d_c = device_alloc<fr_t>(n);
         fr_t* abc[3] = {d_a, d_b, d_c};
-        const fr_t* host[3] = {p->a, p->b, p->c};
-        for (int i = 0; i < 3; i++) {
-            gpu[0].HtoD(abc[i], host[i], p->abc_len);
-            if (p->abc_len < n)
-                CUDA_OK(cudaMemsetAsync(abc[i] + p->abc_len, 0,
-                                        (n - p->abc_len) * sizeof(fr_t), gpu[0]));
+        const fr_t* src[3] = {p->a, p->b, p->c};
+        // Copies on stream 1, transforms on stream 0: while the host stages
+        // b (and c), the device already transforms a (and b). ms_upload is
+        // therefore the time until all three have landed, ms_ntt what the
+        // transforms take beyond it.
+        stream_t& copy = gpu[1];
+        stream_t& work = gpu[0];
+        event_t landed[3];
+        typedef NTT::InputOutputOrder Order;
+        {
+            copy_team_t team(srs->stage && srs->stage->ok() ? stage_threads() : 1);
+            for (int i = 0; i < 3; i++) {
+                upload(srs->stage.get(), &team, abc[i], src[i],
+                       p->abc_len * sizeof(fr_t), copy);
+                if (p->abc_len < n)
+                    CUDA_OK(cudaMemsetAsync(abc[i] + p->abc_len, 0,
+                                            (n - p->abc_len) * sizeof(fr_t), copy));
+                landed[i].record(copy);
+                landed[i].wait(work);
+                // Evaluations at the domain -> coefficients (bit-reversed)
+                // -> evaluations on the coset g*domain (natural order).
+                NTT::Base_dev_ptr(work, abc[i], p->lg_domain, Order::NR,
+                                  NTT::Direction::inverse, NTT::Type::standard);
+                NTT::Base_dev_ptr(work, abc[i], p->lg_domain, Order::RN,
+                                  NTT::Direction::forward, NTT::Type::coset);
+            }
         }
-        gpu[0].sync();
+        copy.sync();
         out->ms_upload = clock.lap();
 
-        typedef NTT::InputOutputOrder Order;
-        for (int i = 0; i < 3; i++) {
-            // Evaluations at the domain -> coefficients (bit-reversed) ->
-            // evaluations on the coset g*domain (natural order).
-            NTT::Base_dev_ptr(gpu[0], abc[i], p->lg_domain, Order::NR,
-                              NTT::Direction::inverse, NTT::Type::standard);
-            NTT::Base_dev_ptr(gpu[0], abc[i], p->lg_domain, Order::RN,
-                              NTT::Direction::forward, NTT::Type::coset);
-        }
-        quotient_on_coset<<<gpu.sm_count() * 4, 256, 0, gpu[0]>>>(
+        quotient_on_coset<<<gpu.sm_count() * 4, 256, 0, work>>>(
             d_a, d_b, d_c, p->z_inv, n);
         CUDA_OK(cudaGetLastError());
-        NTT::Base_dev_ptr(gpu[0], d_a, p->lg_domain, Order::NN,
+        NTT::Base_dev_ptr(work, d_a, p->lg_domain, Order::NN,
                           NTT::Direction::inverse, NTT::Type::coset);
-        gpu[0].sync();
+        work.sync();
         out->ms_ntt = clock.lap();
 
         msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n - 1};
-        RustError err = msm.invoke(out->h, srs->h, n - 1, d_a, true);
+        // Device points: sppark's resident path; host points: its batched,
+        // double-buffered upload (scalars already on the device either way).
+        RustError err = streamed
+            ? msm.invoke(out->h, h_points, n - 1, d_a, true)
+            : msm.invoke(out->h, srs->h, n - 1, d_a, true);
         if (err.code != cudaSuccess)
             return err;
         out->ms_h_msm = clock.lap();
     }
-    out->l = structured_msm(gpu, srs->l, p->l);
+    const cuzk_tuning_t& tuning = p->tuning;
+    out->l = structured_msm<g1_curve>(gpu, streamed ? host->l : (const affine_t*)srs->l,
+                                      streamed, p->l, tuning);
     out->ms_l_msm = clock.lap();
-    out->a_aux = structured_msm(gpu, srs->a, p->a_aux);
+    out->a_aux = structured_msm<g1_curve>(gpu, streamed ? host->a : (const affine_t*)srs->a,
+                                          streamed, p->a_aux, tuning);
     out->ms_a_msm = clock.lap();
-    out->b_aux = structured_msm(gpu, srs->b_g1, p->b_aux);
+    out->b_aux = structured_msm<g1_curve>(gpu, streamed ? host->b_g1 : (const affine_t*)srs->b_g1,
+                                          streamed, p->b_aux, tuning);
     out->ms_b_msm = clock.lap();
+    out->b_g2 = structured_msm<g2_curve>(gpu, streamed ? host->b_g2 : (const affine2_t*)srs->b_g2,
+                                         streamed, p->b_aux, tuning);
+    out->ms_b_g2 = clock.lap();
     gpu.sync();
     return RustError{cudaSuccess};
 CUZK_CATCH
@@ -329,6 +774,18 @@ CUZK_TRY
     set_device(device);
     msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n, BLST_P1_AFFINE_SZ, device};
     return msm.invoke(*out, (const affine_t*)points, n, scalars, true, BLST_P1_AFFINE_SZ);
+CUZK_CATCH
+}
+
+// Dense G2 MSM with host points (blst_p2_affine) and Montgomery scalars.
+extern "C" RustError cuzk_gpu_msm_g2(int device, const void* points,
+                                     const scalar_t* scalars, size_t n,
+                                     point2_t* out)
+{
+CUZK_TRY
+    set_device(device);
+    msm_t<bucket2_t, point2_t, affine2_t, scalar_t> msm{nullptr, n, BLST_P2_AFFINE_SZ, device};
+    return msm.invoke(*out, (const affine2_t*)points, n, scalars, true, BLST_P2_AFFINE_SZ);
 CUZK_CATCH
 }
 

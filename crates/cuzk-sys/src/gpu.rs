@@ -3,7 +3,7 @@
 //! Without the feature every function here exists with the same signature
 //! and reports [`GpuError::Disabled`], so callers need no `cfg` of their own.
 
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
 /// A GPU failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +64,20 @@ pub struct MsmPlan<'a> {
     pub other_scalars: &'a [[u8; 32]],
 }
 
+/// Overrides of the CUDA region's internal sizes; zero keeps the default.
+/// The checks set small values so that chunked streaming and split MSMs run
+/// at small sizes; production leaves them at zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tuning {
+    /// Points per chunk when sections are streamed (default 2^22 in G1,
+    /// 2^21 in G2; rounded up to a multiple of 1024).
+    pub stream_chunk: usize,
+    /// Most "other" (neither zero nor one) scalars per Pippenger MSM
+    /// (default 2^24 in G1, 2^23 in G2; at least 8192, and in streamed
+    /// mode at least two chunks).
+    pub msm_window: usize,
+}
+
 /// One partition's inputs to the CUDA region.
 #[derive(Debug, Clone, Copy)]
 pub struct PartitionInput<'a> {
@@ -81,8 +95,11 @@ pub struct PartitionInput<'a> {
     pub l: MsmPlan<'a>,
     /// A query, aux part.
     pub a_aux: MsmPlan<'a>,
-    /// B query in G1, aux part.
+    /// B query, aux part: the B_G1 MSM over the `b_g1` section and the
+    /// B_G2 MSM over `b_g2` (same offset, same scalars).
     pub b_aux: MsmPlan<'a>,
+    /// Internal sizes (zero: defaults).
+    pub tuning: Tuning,
 }
 
 /// Results of the CUDA region and how long each step took.
@@ -96,8 +113,10 @@ pub struct PartitionOutput {
     pub a_aux: G1Projective,
     /// B_G1 MSM (aux part).
     pub b_aux: G1Projective,
-    /// Milliseconds: upload, NTTs, H MSM, L MSM, A MSM, B_G1 MSM.
-    pub ms: [f64; 6],
+    /// B_G2 MSM (aux part).
+    pub b_g2: G2Projective,
+    /// Milliseconds: upload, NTTs, H MSM, L MSM, A MSM, B_G1 MSM, B_G2 MSM.
+    pub ms: [f64; 7],
 }
 
 fn check_plan(name: &str, plan: &MsmPlan<'_>, section: usize) -> Result<(), GpuError> {
@@ -151,12 +170,33 @@ mod native {
         pub l: MsmPlanC,
         pub a_aux: MsmPlanC,
         pub b_aux: MsmPlanC,
+        pub tuning: TuningC,
+    }
+
+    #[repr(C)]
+    pub struct TuningC {
+        pub stream_chunk: usize,
+        pub msm_window: usize,
+    }
+
+    #[repr(C)]
+    pub struct HostSectionsC {
+        pub h: *const c_void,
+        pub l: *const c_void,
+        pub a: *const c_void,
+        pub b_g1: *const c_void,
+        pub b_g2: *const c_void,
     }
 
     /// Jacobian, laid out as blst_p1.
     #[repr(C)]
     #[derive(Clone, Copy, Default)]
     pub struct PointC(pub blst::blst_p1);
+
+    /// Jacobian, laid out as blst_p2 (sppark's jacobian_t<fp2_t>).
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    pub struct Point2C(pub blst::blst_p2);
 
     #[repr(C)]
     #[derive(Default)]
@@ -165,8 +205,15 @@ mod native {
         pub l: PointC,
         pub a_aux: PointC,
         pub b_aux: PointC,
-        pub ms: [f64; 6],
+        pub b_g2: Point2C,
+        pub ms: [f64; 7],
     }
+
+    // The C side static_asserts the same sizes (cuzk_gpu.cu).
+    const _: () = assert!(std::mem::size_of::<PointC>() == 144);
+    const _: () = assert!(std::mem::size_of::<Point2C>() == 288);
+    const _: () = assert!(std::mem::size_of::<PartitionOutC>() == 4 * 144 + 288 + 7 * 8);
+    const _: () = assert!(std::mem::size_of::<G2Affine>() == 192);
 
     #[repr(C)]
     pub struct DeviceInfoC {
@@ -183,6 +230,7 @@ mod native {
         pub fn cuzk_gpu_info(device: i32, info: *mut DeviceInfoC) -> sppark::Error;
         pub fn cuzk_gpu_srs_create(
             device: i32,
+            streamed: bool,
             h: *const c_void,
             nh: usize,
             l: *const c_void,
@@ -191,11 +239,16 @@ mod native {
             na: usize,
             b_g1: *const c_void,
             nb: usize,
+            b_g2: *const c_void,
+            nb2: usize,
             out: *mut *mut c_void,
         ) -> sppark::Error;
         pub fn cuzk_gpu_srs_drop(srs: *mut c_void);
+        pub fn cuzk_gpu_host_register(ptr: *mut c_void, bytes: usize) -> sppark::Error;
+        pub fn cuzk_gpu_host_unregister(ptr: *mut c_void);
         pub fn cuzk_gpu_prove(
             srs: *const c_void,
+            host: *const HostSectionsC,
             p: *const PartitionC,
             out: *mut PartitionOutC,
         ) -> sppark::Error;
@@ -205,6 +258,13 @@ mod native {
             scalars: *const Scalar,
             n: usize,
             out: *mut PointC,
+        ) -> sppark::Error;
+        pub fn cuzk_gpu_msm_g2(
+            device: i32,
+            points: *const c_void,
+            scalars: *const Scalar,
+            n: usize,
+            out: *mut Point2C,
         ) -> sppark::Error;
         pub fn cuzk_gpu_ntt(
             device: i32,
@@ -229,6 +289,11 @@ mod native {
     pub fn point(p: PointC) -> G1Projective {
         // SAFETY: G1Projective is repr(transparent) over blst_p1 (asserted in lib.rs).
         unsafe { std::mem::transmute::<blst::blst_p1, G1Projective>(p.0) }
+    }
+
+    pub fn point2(p: Point2C) -> G2Projective {
+        // SAFETY: G2Projective is repr(transparent) over blst_p2 (asserted in lib.rs).
+        unsafe { std::mem::transmute::<blst::blst_p2, G2Projective>(p.0) }
     }
 
     pub fn plan(p: &MsmPlan<'_>) -> MsmPlanC {
@@ -289,13 +354,57 @@ pub fn device_info(device: usize) -> Result<DeviceInfo, GpuError> {
     }
 }
 
-/// G1 query sections resident in one device's memory. Dropping it frees them.
+/// The query sections (H, L, A, B_G1 and B_G2) of one circuit's
+/// parameters, as the CUDA region reads them.
+#[derive(Debug, Clone, Copy)]
+pub struct Sections<'a> {
+    /// H.
+    pub h: &'a [G1Affine],
+    /// L.
+    pub l: &'a [G1Affine],
+    /// A.
+    pub a: &'a [G1Affine],
+    /// B in G1.
+    pub b_g1: &'a [G1Affine],
+    /// B in G2.
+    pub b_g2: &'a [G2Affine],
+}
+
+/// Bytes of a G1 and a G2 affine point (blst layouts, as on the device).
+const G1_BYTES: u64 = 96;
+const G2_BYTES: u64 = 192;
+
+fn section_bytes(lens: &[usize; 5]) -> u64 {
+    lens[..4].iter().sum::<usize>() as u64 * G1_BYTES + lens[4] as u64 * G2_BYTES
+}
+
+impl Sections<'_> {
+    fn lens(&self) -> [usize; 5] {
+        [
+            self.h.len(),
+            self.l.len(),
+            self.a.len(),
+            self.b_g1.len(),
+            self.b_g2.len(),
+        ]
+    }
+
+    /// Bytes of the five sections.
+    pub fn bytes(&self) -> u64 {
+        section_bytes(&self.lens())
+    }
+}
+
+/// One circuit's sections on a device: resident in device memory, or
+/// streamed (nothing on the device; every proof streams the host sections
+/// through in chunks). Dropping it frees the device copy.
 #[derive(Debug)]
 pub struct GpuSrs {
     #[cfg(feature = "cuda")]
     handle: *mut std::ffi::c_void,
     device: usize,
-    lens: [usize; 4],
+    streamed: bool,
+    lens: [usize; 5],
 }
 
 // SAFETY: the handle is only used through calls that take the device lock in
@@ -306,23 +415,31 @@ unsafe impl Send for GpuSrs {}
 unsafe impl Sync for GpuSrs {}
 
 impl GpuSrs {
-    /// Copies the H, L, A and B_G1 sections to `device`.
-    pub fn upload(
-        device: usize,
-        h: &[G1Affine],
-        l: &[G1Affine],
-        a: &[G1Affine],
-        b_g1: &[G1Affine],
-    ) -> Result<Self, GpuError> {
+    /// Copies the sections to `device`.
+    pub fn upload(device: usize, sections: Sections<'_>) -> Result<Self, GpuError> {
+        Self::create(device, sections, false)
+    }
+
+    /// Streams the sections from host memory at every proof (for devices
+    /// too small to hold them); nothing is copied now.
+    pub fn streamed(device: usize, sections: Sections<'_>) -> Result<Self, GpuError> {
+        Self::create(device, sections, true)
+    }
+
+    fn create(device: usize, sections: Sections<'_>, streamed: bool) -> Result<Self, GpuError> {
         #[cfg(feature = "cuda")]
         {
             #![allow(unsafe_code)]
             let mut handle = std::ptr::null_mut();
-            // SAFETY: slices are valid for their lengths; G1Affine has
-            // blst_p1_affine's 96-byte layout; `handle` receives the object.
+            let Sections { h, l, a, b_g1, b_g2 } = sections;
+            // SAFETY: slices are valid for their lengths; G1Affine and
+            // G2Affine have blst_p1_affine's 96-byte and blst_p2_affine's
+            // 192-byte layouts; `handle` receives the object. In streamed
+            // mode the pointers are not kept.
             native::check(unsafe {
                 native::cuzk_gpu_srs_create(
                     device as i32,
+                    streamed,
                     h.as_ptr().cast(),
                     h.len(),
                     l.as_ptr().cast(),
@@ -331,20 +448,28 @@ impl GpuSrs {
                     a.len(),
                     b_g1.as_ptr().cast(),
                     b_g1.len(),
+                    b_g2.as_ptr().cast(),
+                    b_g2.len(),
                     &mut handle,
                 )
             })?;
             Ok(Self {
                 handle,
                 device,
-                lens: [h.len(), l.len(), a.len(), b_g1.len()],
+                streamed,
+                lens: sections.lens(),
             })
         }
         #[cfg(not(feature = "cuda"))]
         {
-            let _ = (device, h, l, a, b_g1);
+            let _ = (device, sections, streamed);
             Err(GpuError::Disabled)
         }
+    }
+
+    /// Whether the sections are streamed from host memory.
+    pub fn is_streamed(&self) -> bool {
+        self.streamed
     }
 
     /// The device holding it.
@@ -352,14 +477,26 @@ impl GpuSrs {
         self.device
     }
 
-    /// Bytes of device memory the sections take.
+    /// Bytes of device memory the sections take (none when streamed).
     pub fn bytes(&self) -> u64 {
-        self.lens.iter().sum::<usize>() as u64 * 96
+        if self.streamed {
+            0
+        } else {
+            section_bytes(&self.lens)
+        }
     }
 
-    /// The CUDA region of one partition. Arguments are checked here, before
-    /// any FFI call.
-    pub fn prove(&self, input: &PartitionInput<'_>) -> Result<PartitionOutput, GpuError> {
+    /// The CUDA region of one partition. `sections` are the host sections
+    /// this object was made from (read in streamed mode, length-checked in
+    /// both). Arguments are checked here, before any FFI call.
+    pub fn prove(&self, sections: Sections<'_>, input: &PartitionInput<'_>) -> Result<PartitionOutput, GpuError> {
+        if sections.lens() != self.lens {
+            return Err(GpuError::Invalid(format!(
+                "sections of {:?} points, made for {:?}",
+                sections.lens(),
+                self.lens
+            )));
+        }
         let n = 1usize.checked_shl(input.lg_domain).unwrap_or(0);
         if n == 0 || input.lg_domain > 31 {
             return Err(GpuError::Invalid(format!("bad domain 2^{}", input.lg_domain)));
@@ -378,6 +515,7 @@ impl GpuSrs {
         check_plan("L", &input.l, self.lens[1])?;
         check_plan("A", &input.a_aux, self.lens[2])?;
         check_plan("B_G1", &input.b_aux, self.lens[3])?;
+        check_plan("B_G2", &input.b_aux, self.lens[4])?;
         #[cfg(feature = "cuda")]
         {
             #![allow(unsafe_code)]
@@ -391,15 +529,27 @@ impl GpuSrs {
                 l: native::plan(&input.l),
                 a_aux: native::plan(&input.a_aux),
                 b_aux: native::plan(&input.b_aux),
+                tuning: native::TuningC {
+                    stream_chunk: input.tuning.stream_chunk,
+                    msm_window: input.tuning.msm_window,
+                },
+            };
+            let host = native::HostSectionsC {
+                h: sections.h.as_ptr().cast(),
+                l: sections.l.as_ptr().cast(),
+                a: sections.a.as_ptr().cast(),
+                b_g1: sections.b_g1.as_ptr().cast(),
+                b_g2: sections.b_g2.as_ptr().cast(),
             };
             let mut out = native::PartitionOutC::default();
             // SAFETY: all pointers come from slices checked above and outlive the call.
-            native::check(unsafe { native::cuzk_gpu_prove(self.handle, &c_input, &mut out) })?;
+            native::check(unsafe { native::cuzk_gpu_prove(self.handle, &host, &c_input, &mut out) })?;
             Ok(PartitionOutput {
                 h: native::point(out.h),
                 l: native::point(out.l),
                 a_aux: native::point(out.a_aux),
                 b_aux: native::point(out.b_aux),
+                b_g2: native::point2(out.b_g2),
                 ms: out.ms,
             })
         }
@@ -416,6 +566,49 @@ impl Drop for GpuSrs {
             // SAFETY: the handle came from cuzk_gpu_srs_create and is dropped once.
             unsafe { native::cuzk_gpu_srs_drop(self.handle) }
         }
+    }
+}
+
+/// Host memory page-locked for fast copies to any device, until dropped.
+///
+/// The owner of the memory must keep it allocated while the pin lives: hold
+/// the pin beside (and drop it before) the buffer.
+#[derive(Debug)]
+pub struct HostPin {
+    ptr: usize,
+}
+
+impl HostPin {
+    /// Pins `points`' memory (G1 or G2 points: any plain slice).
+    pub fn new<T: Copy>(points: &[T]) -> Result<Self, GpuError> {
+        if points.is_empty() {
+            return Err(GpuError::Invalid("nothing to pin".into()));
+        }
+        #[cfg(feature = "cuda")]
+        {
+            #![allow(unsafe_code)]
+            let ptr = points.as_ptr() as *mut std::ffi::c_void;
+            // SAFETY: a valid allocation of this many bytes; registration
+            // does not change its contents.
+            native::check(unsafe { native::cuzk_gpu_host_register(ptr, std::mem::size_of_val(points)) })?;
+            Ok(Self { ptr: ptr as usize })
+        }
+        #[cfg(not(feature = "cuda"))]
+        Err(GpuError::Disabled)
+    }
+}
+
+impl Drop for HostPin {
+    fn drop(&mut self) {
+        #[cfg(feature = "cuda")]
+        {
+            #![allow(unsafe_code)]
+            // SAFETY: registered in `new`; the owner keeps the memory alive
+            // until after this drop (documented contract).
+            unsafe { native::cuzk_gpu_host_unregister(self.ptr as *mut std::ffi::c_void) }
+        }
+        #[cfg(not(feature = "cuda"))]
+        let _ = self.ptr;
     }
 }
 
@@ -444,6 +637,41 @@ pub fn msm_g1(device: usize, points: &[G1Affine], scalars: &[Scalar]) -> Result<
             )
         })?;
         Ok(native::point(out))
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = device;
+        Err(GpuError::Disabled)
+    }
+}
+
+/// Dense G2 MSM on `device` with host inputs (Montgomery scalars), through
+/// sppark's Pippenger over fp2: a building block exposed for the GPU checks
+/// against blst.
+pub fn msm_g2(device: usize, points: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, GpuError> {
+    if points.len() != scalars.len() || points.is_empty() {
+        return Err(GpuError::Invalid(format!(
+            "{} points, {} scalars",
+            points.len(),
+            scalars.len()
+        )));
+    }
+    #[cfg(feature = "cuda")]
+    {
+        #![allow(unsafe_code)]
+        let mut out = native::Point2C::default();
+        // SAFETY: equal-length slices checked above; G2Affine has
+        // blst_p2_affine's 192-byte layout (asserted in lib.rs and above).
+        native::check(unsafe {
+            native::cuzk_gpu_msm_g2(
+                device as i32,
+                points.as_ptr().cast(),
+                scalars.as_ptr(),
+                points.len(),
+                &mut out,
+            )
+        })?;
+        Ok(native::point2(out))
     }
     #[cfg(not(feature = "cuda"))]
     {

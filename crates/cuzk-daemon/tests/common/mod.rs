@@ -1,0 +1,144 @@
+//! The daemon test harness: the real binary on a free TCP port or a Unix
+//! socket, its own parameter directory and log file.
+
+#![allow(dead_code)] // each test binary uses part of it
+
+use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+
+pub type Client = ProvingEngineClient<Channel>;
+
+pub enum Listen {
+    Tcp,
+    Unix,
+}
+
+/// A daemon process with its own parameter directory and log file.
+pub struct Daemon {
+    pub child: Child,
+    pub dir: tempfile::TempDir,
+    pub channel: Channel,
+    pub params: PathBuf,
+}
+
+impl Daemon {
+    pub fn start(listen: Listen, extra_config: &str) -> Self {
+        Self::start_in(tempfile::tempdir().unwrap(), listen, extra_config)
+    }
+
+    pub fn start_in(dir: tempfile::TempDir, listen: Listen, extra_config: &str) -> Self {
+        let params = dir.path().join("params");
+        Self::start_with_params(dir, &params, listen, extra_config)
+    }
+
+    /// A daemon over an existing parameter directory (e.g. generated
+    /// Filecoin parameters kept between test runs).
+    pub fn start_with_params(dir: tempfile::TempDir, params: &std::path::Path, listen: Listen, extra_config: &str) -> Self {
+        let params = params.to_path_buf();
+        let address = match listen {
+            Listen::Tcp => {
+                let port = std::net::TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port();
+                format!("127.0.0.1:{port}")
+            }
+            Listen::Unix => format!("unix://{}", dir.path().join("cuzk.sock").display()),
+        };
+        let config = format!(
+            "[daemon]\nlisten = \"{address}\"\nshutdown_grace_secs = 2\n\
+             [srs]\nparam_cache = \"{}\"\n\
+             [logging]\nlevel = \"info\"\n{extra_config}",
+            params.display()
+        );
+        let config_path = dir.path().join("cuzk.toml");
+        std::fs::write(&config_path, config).unwrap();
+        let log = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+            .arg("--config")
+            .arg(&config_path)
+            // Small test partitions would otherwise sit in glibc's heap arenas
+            // after being freed; real partitions (GBs) are mmapped anyway.
+            .env("MALLOC_MMAP_THRESHOLD_", "65536")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let runtime = tokio::runtime::Handle::current();
+        let channel = std::thread::scope(|s| s.spawn(|| runtime.block_on(connect(&address))).join().unwrap());
+        Daemon {
+            child,
+            dir,
+            channel,
+            params,
+        }
+    }
+
+    pub fn client(&self) -> Client {
+        ProvingEngineClient::new(self.channel.clone())
+            .max_decoding_message_size(cuzk_proto::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(512 << 20)
+    }
+
+    pub fn params_dir(&self) -> PathBuf {
+        self.params.clone()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.pid().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub async fn connect(address: &str) -> Channel {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let target = if address.starts_with("unix://") {
+            address.to_string()
+        } else {
+            format!("http://{address}")
+        };
+        let attempt = cuzk_proto::connect(&target).await;
+        match attempt {
+            Ok(channel) => return channel,
+            Err(e) if Instant::now() > deadline => panic!("daemon did not come up at {address}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+pub async fn await_job(client: &mut Client, job_id: &str, timeout_ms: u64) -> pb::AwaitProofResponse {
+    client
+        .await_proof(pb::AwaitProofRequest {
+            job_id: job_id.to_string(),
+            timeout_ms,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// bellperson's verifier over every partition of a returned proof.

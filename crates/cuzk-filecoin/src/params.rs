@@ -1,0 +1,170 @@
+//! Official parameter files (`v28-<circuit id>.params` / `.vk` in the
+//! parameter cache) and generating them for test sizes, where no download
+//! exists: filecoin-proofs' own generator over the blank circuit, seeded so
+//! the same seed gives the same files.
+
+use crate::registry::{lookup, POST_PROOFS, SEAL_PROOFS, UPDATE_PROOFS};
+use crate::request::Kind;
+use crate::{FilecoinError, ShapeDispatch};
+use filecoin_proofs::{
+    parameters::{public_params, window_post_public_params, winning_post_public_params},
+    DefaultPieceHasher, MerkleTreeTrait, PoRepConfig, PoStConfig, PoStType, TreeRHasher,
+};
+use rand::SeedableRng;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::parameter_cache::{parameter_cache_params_path, parameter_cache_verifying_key_path};
+use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
+use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound};
+
+/// The parameter files of one circuit.
+#[derive(Clone, Debug)]
+pub struct ParameterFiles {
+    /// `v28-<id>.params`.
+    pub params: PathBuf,
+    /// `v28-<id>.vk`.
+    pub vk: PathBuf,
+    /// Time spent generating (zero when both existed).
+    pub generated_in: Duration,
+}
+
+enum Target {
+    Porep(PoRepConfig),
+    Post(PoStConfig),
+    Snap(PoRepConfig),
+}
+
+fn target(kind: Kind, registered_proof: u64) -> Result<(Target, u64, String), FilecoinError> {
+    let invalid = FilecoinError::InvalidArgument;
+    Ok(match kind {
+        Kind::Porep => {
+            let p = lookup(&SEAL_PROOFS, registered_proof, "seal").map_err(invalid)?;
+            let id = p
+                .circuit_identifier()
+                .map_err(|e| FilecoinError::Internal(format!("{e:#}")))?;
+            (Target::Porep(p.as_v1_config()), u64::from(p.sector_size()), id)
+        }
+        Kind::Winning | Kind::Window => {
+            let p = lookup(&POST_PROOFS, registered_proof, "PoSt").map_err(invalid)?;
+            let winning = matches!(p.typ(), PoStType::Winning);
+            if winning != (kind == Kind::Winning) {
+                return Err(invalid(format!(
+                    "registered_proof {registered_proof} ({p:?}) is not a {kind:?} proof"
+                )));
+            }
+            let id = p
+                .circuit_identifier()
+                .map_err(|e| FilecoinError::Internal(format!("{e:#}")))?;
+            (Target::Post(p.as_v1_config()), u64::from(p.sector_size()), id)
+        }
+        Kind::Snap => {
+            let p = lookup(&UPDATE_PROOFS, registered_proof, "update").map_err(invalid)?;
+            let id = p
+                .circuit_identifier()
+                .map_err(|e| FilecoinError::Internal(format!("{e:#}")))?;
+            (Target::Snap(p.as_v1_config()), u64::from(p.sector_size()), id)
+        }
+    })
+}
+
+/// Where the files of (`kind`, `registered_proof`) live in the parameter
+/// cache (`FIL_PROOFS_PARAMETER_CACHE`).
+pub fn files(kind: Kind, registered_proof: u64) -> Result<(PathBuf, PathBuf), FilecoinError> {
+    let (_, _, id) = target(kind, registered_proof)?;
+    Ok((
+        parameter_cache_params_path(&id),
+        parameter_cache_verifying_key_path(&id),
+    ))
+}
+
+struct Generate {
+    target: Target,
+    seed: u64,
+}
+
+impl ShapeDispatch for Generate {
+    type Out = ();
+    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<(), FilecoinError> {
+        let fail = |e: anyhow::Error| FilecoinError::Internal(format!("parameter generation: {e:#}"));
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(self.seed);
+        // groth_params writes the .params file when missing, verifying_key
+        // the .vk (from the cached .params), both under the official names.
+        match self.target {
+            Target::Porep(config) => {
+                let pp = public_params::<Tree>(&config).map_err(fail)?;
+                type C<T> = StackedCompound<T, DefaultPieceHasher>;
+                <C<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::groth_params(
+                    Some(&mut rng),
+                    &pp,
+                )
+                .map_err(fail)?;
+                <C<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::verifying_key(
+                    Some(&mut rng),
+                    &pp,
+                )
+                .map_err(fail)?;
+            }
+            Target::Post(config) => {
+                let pp = match config.typ {
+                    PoStType::Winning => winning_post_public_params::<Tree>(&config),
+                    PoStType::Window => window_post_public_params::<Tree>(&config),
+                }
+                .map_err(fail)?;
+                type P<'a, T> = FallbackPoSt<'a, T>;
+                <FallbackPoStCompound<Tree> as CompoundProof<P<'_, Tree>, FallbackPoStCircuit<Tree>>>::groth_params(
+                    Some(&mut rng),
+                    &pp,
+                )
+                .map_err(fail)?;
+                <FallbackPoStCompound<Tree> as CompoundProof<P<'_, Tree>, FallbackPoStCircuit<Tree>>>::verifying_key(
+                    Some(&mut rng),
+                    &pp,
+                )
+                .map_err(fail)?;
+            }
+            Target::Snap(config) => {
+                let pp = storage_proofs_update::PublicParams::from_sector_size(u64::from(config.sector_size));
+                <EmptySectorUpdateCompound<Tree> as CompoundProof<
+                    EmptySectorUpdate<Tree>,
+                    EmptySectorUpdateCircuit<Tree>,
+                >>::groth_params(Some(&mut rng), &pp)
+                .map_err(fail)?;
+                <EmptySectorUpdateCompound<Tree> as CompoundProof<
+                    EmptySectorUpdate<Tree>,
+                    EmptySectorUpdateCircuit<Tree>,
+                >>::verifying_key(Some(&mut rng), &pp)
+                .map_err(fail)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The parameter files of (`kind`, `registered_proof`), generated from
+/// `seed` when missing. Test sizes only in practice: a 2 KiB PoRep takes
+/// about 7 min on 2 cores (1.1 GB); PoSt test sizes seconds.
+pub fn ensure(kind: Kind, registered_proof: u64, seed: u64) -> Result<ParameterFiles, FilecoinError> {
+    let (params, vk) = files(kind, registered_proof)?;
+    let started = Instant::now();
+    if !(params.exists() && vk.exists()) {
+        let (target, sector_size, id) = target(kind, registered_proof)?;
+        tracing::info!(circuit = %id, path = %params.display(), "generating Filecoin parameters");
+        crate::dispatch_shape(sector_size, Generate { target, seed })?;
+    }
+    let generated_in = if params.exists() && vk.exists() {
+        started.elapsed()
+    } else {
+        return Err(FilecoinError::Internal(format!(
+            "generation did not leave {} and {}",
+            params.display(),
+            vk.display()
+        )));
+    };
+    Ok(ParameterFiles {
+        params,
+        vk,
+        generated_in,
+    })
+}

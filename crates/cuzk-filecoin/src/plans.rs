@@ -1,0 +1,679 @@
+//! The Filecoin proof types as partition plans: each partition's circuit is
+//! the storage-proofs crate's own (built from the vanilla proof the way
+//! `CompoundProof::circuit_proofs` builds it), its public inputs are the
+//! crate's `generate_public_inputs`, and the whole proof is checked with
+//! filecoin-proofs' verifier for the type before it is reported.
+
+use crate::request::{FilecoinRequest, Kind, PorepInput, PostInput, SnapInput};
+use crate::{FilecoinError, ShapeDispatch};
+use cuzk_core::{
+    synthesize, Bls12, Proof, ProofPlan, ProvingAssignment, ProvingParameters, Scalar, SizeHint,
+};
+use filecoin_hashers::{Domain, Hasher};
+use filecoin_proofs::{
+    parameters::{setup_params, window_post_setup_params, winning_post_setup_params},
+    DefaultPieceDomain, DefaultPieceHasher, FallbackPoStSectorProof, MerkleTreeTrait, PoRepConfig,
+    PoStConfig, PoStType, PublicReplicaInfo, SectorUpdateConfig, TreeRHasher,
+};
+use storage_proofs_core::{compound_proof, compound_proof::CompoundProof, sector::SectorId};
+use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
+use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCompound, PublicSector};
+use storage_proofs_update::{EmptySectorUpdateCompound, PartitionProof};
+
+type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+
+/// Bytes one partition of about `constraints` constraints holds in flight.
+fn in_flight_bytes(constraints: usize) -> u64 {
+    cuzk_core_partition_bytes(constraints)
+}
+
+/// a, b, c padded to the domain, the assignments and their copies, plus a
+/// quarter (the engine's rule for every proof type).
+fn cuzk_core_partition_bytes(constraints: usize) -> u64 {
+    let domain = constraints.next_power_of_two() as u64;
+    let abc = 3 * domain * 32;
+    let witness = constraints as u64 * 65;
+    (abc + witness) * 5 / 4
+}
+
+fn synth<C: bellperson::Circuit<Scalar>>(
+    circuit: C,
+    constraints: usize,
+) -> Result<ProvingAssignment, String> {
+    let hint = SizeHint {
+        constraints,
+        inputs: 0,
+        aux: constraints,
+    };
+    synthesize(circuit, hint).map_err(|e| format!("synthesis: {e}"))
+}
+
+fn proofs_bytes(proofs: &[Proof<Bls12>]) -> Vec<u8> {
+    proofs.iter().flat_map(cuzk_core::proof_to_bytes).collect()
+}
+
+/// First checks every partition with bellperson's verifier (cheap, and names
+/// the bad partition), then the whole proof with filecoin-proofs'.
+fn verify_both(
+    plan: &dyn ProofPlan,
+    params: &ProvingParameters,
+    proofs: &[Proof<Bls12>],
+    filecoin: impl FnOnce(&[u8]) -> anyhow::Result<bool>,
+    verifier: &str,
+) -> Result<(), String> {
+    let verifier_key = cuzk_core::Verifier::new(&params.vk);
+    for (index, proof) in proofs.iter().enumerate() {
+        match verifier_key.verify(proof, &plan.public_inputs(index)) {
+            Ok(true) => {}
+            Ok(false) => return Err(format!("partition {index} proof failed verification")),
+            Err(e) => return Err(format!("partition {index} verification error: {e}")),
+        }
+    }
+    match filecoin(&proofs_bytes(proofs)) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(format!("filecoin-proofs {verifier} rejected the proof")),
+        Err(e) => Err(format!("filecoin-proofs {verifier} failed: {e:#}")),
+    }
+}
+
+// ---------------------------------------------------------------- PoRep C2
+
+/// PoRep commit phase 2: one partition per vanilla partition proof of C1.
+pub struct PorepPlan<Tree: 'static + MerkleTreeTrait> {
+    input: PorepInput,
+    config: PoRepConfig,
+    pub_inputs: stacked::PublicInputs<TreeDomain<Tree>, DefaultPieceDomain>,
+    pub_params: stacked::PublicParams<Tree>,
+    vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
+    constraints: usize,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for PorepPlan<Tree> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PorepPlan")
+            .field("registered_proof", &self.input.registered)
+            .field("sector", &self.input.sector_number)
+            .field("partitions", &self.vanilla.len())
+            .finish()
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PorepPlan<Tree> {
+    /// The plan of a checked PoRep request.
+    pub fn new(input: PorepInput) -> Result<Self, FilecoinError> {
+        let invalid = FilecoinError::InvalidArgument;
+        let config = input.registered.as_v1_config();
+        let c1 = &input.c1;
+        let vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> = c1
+            .vanilla_proofs
+            .clone()
+            .try_into()
+            .map_err(|e: anyhow::Error| invalid(format!("C1 vanilla proofs: {e:#}")))?;
+        if vanilla.len() != usize::from(config.partitions) || vanilla.iter().any(Vec::is_empty) {
+            return Err(invalid(format!(
+                "C1 holds {} vanilla partition proofs, {:?} needs {}",
+                vanilla.len(),
+                input.registered,
+                usize::from(config.partitions)
+            )));
+        }
+        let replica_id: TreeDomain<Tree> = {
+            let fr: Scalar = c1.replica_id.into();
+            fr.into()
+        };
+        // The proof is checked against the replica id filecoin-proofs derives
+        // from the request's miner and sector; a mismatch would only fail at
+        // the end, so reject it now.
+        let expected = storage_proofs_porep::stacked::generate_replica_id::<Tree::Hasher, _>(
+            &input.prover_id,
+            u64::from(input.sector_number),
+            &c1.ticket,
+            c1.comm_d,
+            &config.porep_id,
+        );
+        if expected != replica_id {
+            return Err(invalid(format!(
+                "the C1 output's replica_id does not match miner_id {} and sector_number {} \
+                 (with its ticket, comm_d and proof type)",
+                input.miner_id, input.sector_number
+            )));
+        }
+        let comm_r =
+            <TreeDomain<Tree>>::try_from_bytes(&c1.comm_r).map_err(|e| invalid(format!("comm_r: {e}")))?;
+        let comm_d =
+            DefaultPieceDomain::try_from_bytes(&c1.comm_d).map_err(|e| invalid(format!("comm_d: {e}")))?;
+        let pub_inputs = stacked::PublicInputs {
+            replica_id,
+            tau: Some(stacked::Tau { comm_d, comm_r }),
+            k: None,
+            seed: Some(c1.seed),
+        };
+        let setup = compound_proof::SetupParams {
+            vanilla_params: setup_params(&config).map_err(|e| FilecoinError::Internal(format!("{e:#}")))?,
+            partitions: Some(usize::from(config.partitions)),
+            priority: false,
+        };
+        let pub_params = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::setup(&setup)
+        .map_err(|e| FilecoinError::Internal(format!("{e:#}")))?
+        .vanilla_params;
+        let constraints = crate::constraints::porep(u64::from(config.sector_size));
+        Ok(Self {
+            input,
+            config,
+            pub_inputs,
+            pub_params,
+            vanilla,
+            constraints,
+        })
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PorepPlan<Tree> {
+    /// Partition `index`'s circuit, as `CompoundProof::circuit_proofs` builds it.
+    pub fn circuit(&self, index: usize) -> Result<stacked::StackedCircuit<Tree, DefaultPieceHasher>, String> {
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
+            &self.pub_inputs,
+            Default::default(),
+            &self.vanilla[index],
+            &self.pub_params,
+            Some(index),
+        )
+        .map_err(|e| format!("partition {index} circuit: {e:#}"))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> ProofPlan for PorepPlan<Tree> {
+    fn circuit_id(&self) -> String {
+        self.input.circuit_id.clone()
+    }
+
+    fn partitions(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn partition_bytes(&self) -> u64 {
+        in_flight_bytes(self.constraints)
+    }
+
+    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, String> {
+        synth(self.circuit(index)?, self.constraints)
+    }
+
+    fn public_inputs(&self, index: usize) -> Vec<Scalar> {
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::generate_public_inputs(&self.pub_inputs, &self.pub_params, Some(index))
+        .unwrap_or_default()
+    }
+
+    fn verify(&self, params: &ProvingParameters, proofs: &[Proof<Bls12>]) -> Result<(), String> {
+        let c1 = &self.input.c1;
+        verify_both(
+            self,
+            params,
+            proofs,
+            |bytes| {
+                filecoin_proofs::verify_seal::<Tree>(
+                    &self.config,
+                    c1.comm_r,
+                    c1.comm_d,
+                    self.input.prover_id,
+                    self.input.sector_number,
+                    c1.ticket,
+                    c1.seed,
+                    bytes,
+                )
+            },
+            "verify_seal",
+        )
+    }
+}
+
+// ---------------------------------------------------------------- PoSt
+
+/// WinningPoSt (one circuit over all challenged sectors) or one WindowPoSt
+/// partition.
+pub struct PostPlan<Tree: 'static + MerkleTreeTrait> {
+    input: PostInput,
+    config: PoStConfig,
+    pub_inputs: fallback::PublicInputs<TreeDomain<Tree>>,
+    pub_params: fallback::PublicParams,
+    /// The partition's vanilla proof, as `prove_with_vanilla` receives it.
+    partition: Vec<fallback::Proof<<Tree as MerkleTreeTrait>::Proof>>,
+    sectors: Vec<(SectorId, TreeDomain<Tree>)>,
+    constraints: usize,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for PostPlan<Tree> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostPlan")
+            .field("registered_proof", &self.input.registered)
+            .field("sectors", &self.sectors.len())
+            .field("partition_index", &self.input.partition_index)
+            .finish()
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PostPlan<Tree> {
+    /// The plan of a checked PoSt request.
+    pub fn new(input: PostInput) -> Result<Self, FilecoinError> {
+        let invalid = FilecoinError::InvalidArgument;
+        let config = input.registered.as_v1_config();
+        let proofs: Vec<FallbackPoStSectorProof<Tree>> = input
+            .vanilla_proofs
+            .iter()
+            .enumerate()
+            .map(|(i, bytes)| {
+                bincode::deserialize(bytes).map_err(|e| {
+                    invalid(format!(
+                        "vanilla_proofs[{i}] is not a bincode FallbackPoStSectorProof: {e}"
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let randomness = <TreeDomain<Tree>>::try_from_bytes(&input.randomness)
+            .map_err(|e| invalid(format!("randomness is not a field element: {e}")))?;
+        let prover_id = <TreeDomain<Tree>>::try_from_bytes(&input.prover_id)
+            .map_err(|e| invalid(format!("prover id: {e}")))?;
+        let sectors: Vec<(SectorId, TreeDomain<Tree>)> =
+            proofs.iter().map(|p| (p.sector_id, p.comm_r)).collect();
+        let public_sectors = sectors
+            .iter()
+            .map(|&(id, comm_r)| PublicSector { id, comm_r })
+            .collect();
+        let internal = |e: anyhow::Error| FilecoinError::Internal(format!("{e:#}"));
+        let (pub_params, pub_inputs, partition, constraints) = match config.typ {
+            PoStType::Winning => {
+                if proofs.len() != config.sector_count {
+                    return Err(invalid(format!(
+                        "WinningPoSt needs {} vanilla proofs, got {}",
+                        config.sector_count,
+                        proofs.len()
+                    )));
+                }
+                if input.partition_index != 0 {
+                    return Err(invalid(format!(
+                        "WinningPoSt has one partition; partition_index {} given",
+                        input.partition_index
+                    )));
+                }
+                let setup = compound_proof::SetupParams {
+                    vanilla_params: winning_post_setup_params(&config).map_err(internal)?,
+                    partitions: None,
+                    priority: config.priority,
+                };
+                let pub_params = FallbackPoStCompound::<Tree>::setup(&setup).map_err(internal)?;
+                let pub_inputs = fallback::PublicInputs {
+                    randomness,
+                    prover_id,
+                    sectors: public_sectors,
+                    k: None,
+                };
+                let partitions = pub_params.partitions.unwrap_or(1);
+                let mut partitioned = filecoin_proofs::partition_vanilla_proofs(
+                    &config,
+                    &pub_params.vanilla_params,
+                    &pub_inputs,
+                    partitions,
+                    &proofs,
+                )
+                .map_err(|e| invalid(format!("vanilla proofs do not match the challenges: {e:#}")))?;
+                if partitioned.len() != 1 {
+                    return Err(FilecoinError::Internal(format!(
+                        "WinningPoSt split into {} partitions",
+                        partitioned.len()
+                    )));
+                }
+                // The SNARK treats each of the sector's challenges as a
+                // "sector" of one challenge, each with its own challenge
+                // index: the public inputs list the sector once per
+                // challenge, as filecoin-proofs' verify_winning_post does.
+                let mut pub_inputs = pub_inputs;
+                let repeated = pub_params.vanilla_params.sector_count;
+                pub_inputs.sectors = (0..repeated).flat_map(|_| pub_inputs.sectors.clone()).collect();
+                let constraints = crate::constraints::winning(u64::from(config.sector_size));
+                (
+                    pub_params.vanilla_params,
+                    pub_inputs,
+                    vec![partitioned.remove(0)],
+                    constraints,
+                )
+            }
+            PoStType::Window => {
+                if proofs.is_empty() {
+                    return Err(invalid("WindowPoSt request carries no vanilla proofs".into()));
+                }
+                if proofs.len() > config.sector_count {
+                    return Err(invalid(format!(
+                        "a WindowPoSt partition holds at most {} sectors, got {}",
+                        config.sector_count,
+                        proofs.len()
+                    )));
+                }
+                let setup = compound_proof::SetupParams {
+                    vanilla_params: window_post_setup_params(&config),
+                    partitions: Some(1),
+                    priority: config.priority,
+                };
+                let pub_params = FallbackPoStCompound::<Tree>::setup(&setup).map_err(internal)?;
+                let pub_inputs = fallback::PublicInputs {
+                    randomness,
+                    prover_id,
+                    sectors: public_sectors,
+                    k: Some(input.partition_index as usize),
+                };
+                let partition = filecoin_proofs::single_partition_vanilla_proofs(
+                    &config,
+                    &pub_params.vanilla_params,
+                    &pub_inputs,
+                    &proofs,
+                )
+                .map_err(|e| {
+                    invalid(format!(
+                        "vanilla proofs do not match partition {}'s challenges: {e:#}",
+                        input.partition_index
+                    ))
+                })?;
+                let constraints = crate::constraints::window(u64::from(config.sector_size));
+                (
+                    pub_params.vanilla_params,
+                    pub_inputs,
+                    vec![partition],
+                    constraints,
+                )
+            }
+        };
+        Ok(Self {
+            input,
+            config,
+            pub_inputs,
+            pub_params,
+            partition,
+            sectors,
+            constraints,
+        })
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PostPlan<Tree> {
+    /// The partition's circuit, as `CompoundProof::circuit_proofs` builds it.
+    pub fn circuit(&self, index: usize) -> Result<fallback::FallbackPoStCircuit<Tree>, String> {
+        <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::circuit(
+            &self.pub_inputs,
+            Default::default(),
+            &self.partition[index],
+            &self.pub_params,
+            Some(index),
+        )
+        .map_err(|e| format!("PoSt circuit: {e:#}"))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> ProofPlan for PostPlan<Tree> {
+    fn circuit_id(&self) -> String {
+        self.input.circuit_id.clone()
+    }
+
+    fn partitions(&self) -> usize {
+        self.partition.len()
+    }
+
+    fn partition_bytes(&self) -> u64 {
+        in_flight_bytes(self.constraints)
+    }
+
+    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, String> {
+        synth(self.circuit(index)?, self.constraints)
+    }
+
+    fn public_inputs(&self, index: usize) -> Vec<Scalar> {
+        <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::generate_public_inputs(
+            &self.pub_inputs,
+            &self.pub_params,
+            Some(index),
+        )
+        .unwrap_or_default()
+    }
+
+    fn verify(&self, params: &ProvingParameters, proofs: &[Proof<Bls12>]) -> Result<(), String> {
+        let replicas = || -> anyhow::Result<Vec<(SectorId, PublicReplicaInfo)>> {
+            self.sectors
+                .iter()
+                .map(|(id, comm_r)| {
+                    let bytes: [u8; 32] = comm_r.into_bytes().try_into().expect("32-byte domain");
+                    Ok((*id, PublicReplicaInfo::new(bytes)?))
+                })
+                .collect()
+        };
+        match self.config.typ {
+            PoStType::Winning => verify_both(
+                self,
+                params,
+                proofs,
+                |bytes| {
+                    filecoin_proofs::verify_winning_post::<Tree>(
+                        &self.config,
+                        &self.input.randomness,
+                        &replicas()?,
+                        self.input.prover_id,
+                        bytes,
+                    )
+                },
+                "verify_winning_post",
+            ),
+            PoStType::Window => verify_both(
+                self,
+                params,
+                proofs,
+                |bytes| {
+                    // filecoin-proofs verifies a whole WindowPoSt; a lone
+                    // partition of a multi-partition PoSt is checked by the
+                    // bellperson pass above against storage-proofs' inputs.
+                    if self.input.partition_index != 0 {
+                        return Ok(true);
+                    }
+                    let map = replicas()?.into_iter().collect();
+                    filecoin_proofs::verify_window_post::<Tree>(
+                        &self.config,
+                        &self.input.randomness,
+                        &map,
+                        self.input.prover_id,
+                        bytes,
+                    )
+                },
+                "verify_window_post",
+            ),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- SnapDeals
+
+/// SnapDeals empty-sector update: one partition per vanilla partition proof.
+pub struct SnapPlan<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
+    input: SnapInput,
+    config: PoRepConfig,
+    pub_inputs: storage_proofs_update::PublicInputs,
+    pub_params: storage_proofs_update::PublicParams,
+    vanilla: Vec<PartitionProof<Tree>>,
+    constraints: usize,
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> std::fmt::Debug for SnapPlan<Tree> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SnapPlan")
+            .field("registered_proof", &self.input.registered)
+            .field("partitions", &self.vanilla.len())
+            .finish()
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapPlan<Tree> {
+    /// The plan of a checked SnapDeals request.
+    pub fn new(input: SnapInput) -> Result<Self, FilecoinError> {
+        let invalid = FilecoinError::InvalidArgument;
+        let config = input.registered.as_v1_config();
+        let update = SectorUpdateConfig::from_porep_config(&config);
+        let partitions = usize::from(update.update_partitions);
+        if input.vanilla_proofs.len() != partitions {
+            return Err(invalid(format!(
+                "{:?} needs {partitions} vanilla partition proofs, got {}",
+                input.registered,
+                input.vanilla_proofs.len()
+            )));
+        }
+        let vanilla: Vec<PartitionProof<Tree>> = input
+            .vanilla_proofs
+            .iter()
+            .enumerate()
+            .map(|(i, bytes)| {
+                bincode::deserialize(bytes).map_err(|e| {
+                    invalid(format!(
+                        "vanilla_proofs[{i}] is not a bincode PartitionProof: {e}"
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let domain = |what: &str, bytes: &[u8; 32]| {
+            <TreeRHasher as Hasher>::Domain::try_from_bytes(bytes)
+                .map_err(|e| invalid(format!("{what} is not a field element: {e}")))
+        };
+        let pub_inputs = storage_proofs_update::PublicInputs {
+            k: partitions,
+            comm_r_old: domain("comm_r_old", &input.comm_r_old)?,
+            comm_d_new: DefaultPieceDomain::try_from_bytes(&input.comm_d_new)
+                .map_err(|e| invalid(format!("comm_d_new is not a field element: {e}")))?,
+            comm_r_new: domain("comm_r_new", &input.comm_r_new)?,
+            h: update.h,
+        };
+        let setup = compound_proof::SetupParams {
+            vanilla_params: storage_proofs_update::SetupParams {
+                sector_bytes: u64::from(update.sector_size),
+            },
+            partitions: Some(partitions),
+            priority: false,
+        };
+        let pub_params = EmptySectorUpdateCompound::<Tree>::setup(&setup)
+            .map_err(|e| FilecoinError::Internal(format!("{e:#}")))?
+            .vanilla_params;
+        let constraints = crate::constraints::snap(u64::from(config.sector_size));
+        Ok(Self {
+            input,
+            config,
+            pub_inputs,
+            pub_params,
+            vanilla,
+            constraints,
+        })
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapPlan<Tree> {
+    /// Partition `index`'s circuit, as `CompoundProof::circuit_proofs` builds it.
+    pub fn circuit(&self, index: usize) -> Result<storage_proofs_update::EmptySectorUpdateCircuit<Tree>, String> {
+        EmptySectorUpdateCompound::<Tree>::circuit(
+            &self.pub_inputs,
+            Default::default(),
+            &self.vanilla[index],
+            &self.pub_params,
+            Some(index),
+        )
+        .map_err(|e| format!("partition {index} circuit: {e:#}"))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofPlan for SnapPlan<Tree> {
+    fn circuit_id(&self) -> String {
+        self.input.circuit_id.clone()
+    }
+
+    fn partitions(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn partition_bytes(&self) -> u64 {
+        in_flight_bytes(self.constraints)
+    }
+
+    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, String> {
+        synth(self.circuit(index)?, self.constraints)
+    }
+
+    fn public_inputs(&self, index: usize) -> Vec<Scalar> {
+        EmptySectorUpdateCompound::<Tree>::generate_public_inputs(
+            &self.pub_inputs,
+            &self.pub_params,
+            Some(index),
+        )
+        .unwrap_or_default()
+    }
+
+    fn verify(&self, params: &ProvingParameters, proofs: &[Proof<Bls12>]) -> Result<(), String> {
+        verify_both(
+            self,
+            params,
+            proofs,
+            |bytes| {
+                filecoin_proofs::verify_empty_sector_update_proof::<Tree>(
+                    &self.config,
+                    bytes,
+                    self.input.comm_r_old,
+                    self.input.comm_r_new,
+                    self.input.comm_d_new,
+                )
+            },
+            "verify_empty_sector_update_proof",
+        )
+    }
+}
+
+// ---------------------------------------------------------------- dispatch
+
+struct PorepShape(PorepInput);
+impl ShapeDispatch for PorepShape {
+    type Out = Box<dyn ProofPlan>;
+    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<Self::Out, FilecoinError> {
+        Ok(Box::new(PorepPlan::<Tree>::new(self.0)?))
+    }
+}
+
+struct PostShape(PostInput);
+impl ShapeDispatch for PostShape {
+    type Out = Box<dyn ProofPlan>;
+    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<Self::Out, FilecoinError> {
+        Ok(Box::new(PostPlan::<Tree>::new(self.0)?))
+    }
+}
+
+struct SnapShape(SnapInput);
+impl ShapeDispatch for SnapShape {
+    type Out = Box<dyn ProofPlan>;
+    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<Self::Out, FilecoinError> {
+        Ok(Box::new(SnapPlan::<Tree>::new(self.0)?))
+    }
+}
+
+/// The plan of a Filecoin request (inputs parsed and checked).
+pub fn plan_for(request: &FilecoinRequest) -> Result<Box<dyn ProofPlan>, FilecoinError> {
+    match request.kind {
+        Kind::Porep => {
+            let input = PorepInput::parse(request)?;
+            let size = u64::from(input.registered.sector_size());
+            crate::dispatch_shape(size, PorepShape(input))
+        }
+        Kind::Winning | Kind::Window => {
+            let input = PostInput::parse(request)?;
+            let size = u64::from(input.registered.sector_size());
+            crate::dispatch_shape(size, PostShape(input))
+        }
+        Kind::Snap => {
+            let input = SnapInput::parse(request)?;
+            let size = u64::from(input.registered.sector_size());
+            crate::dispatch_shape(size, SnapShape(input))
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! Filecoin requests as the `cuzk.v1` API carries them, parsed and checked:
+//! every malformed input is an `InvalidArgument` naming the problem.
+
+use crate::registry::{lookup, sector_size_name, POST_PROOFS, SEAL_PROOFS, UPDATE_PROOFS};
+use crate::FilecoinError;
+use base64::Engine as _;
+use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
+use serde::Deserialize;
+use storage_proofs_core::parameter_cache::VERSION;
+use storage_proofs_core::sector::SectorId;
+
+/// Which Filecoin proof.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Kind {
+    /// PoRep commit phase 2.
+    #[default]
+    Porep,
+    /// SnapDeals empty-sector update.
+    Snap,
+    /// One WindowPoSt partition.
+    Window,
+    /// WinningPoSt.
+    Winning,
+}
+
+/// The request fields a Filecoin proof uses (the gRPC request's, by name).
+#[derive(Clone, Debug, Default)]
+pub struct FilecoinRequest {
+    /// Which proof.
+    pub kind: Kind,
+    /// Go ABI registered proof number (table by kind; see the README).
+    pub registered_proof: u64,
+    /// Sector size in bytes; 0 = take it from the registered proof.
+    pub sector_size: u64,
+    /// PoRep: the C1 output (raw JSON or the `{SectorNum, Phase1Out, SectorSize}` envelope).
+    pub vanilla_proof: Vec<u8>,
+    /// PoSt: bincode `FallbackPoStSectorProof` per sector; Snap: bincode
+    /// `PartitionProof` per partition.
+    pub vanilla_proofs: Vec<Vec<u8>>,
+    /// Sector number (PoRep).
+    pub sector_number: u64,
+    /// Miner actor id (the prover id is it as a little-endian u64, zero-padded).
+    pub miner_id: u64,
+    /// PoSt randomness (32 bytes).
+    pub randomness: Vec<u8>,
+    /// WindowPoSt partition index.
+    pub partition_index: u32,
+    /// SnapDeals commitments (32 bytes each).
+    pub comm_r_old: Vec<u8>,
+    /// New replica commitment.
+    pub comm_r_new: Vec<u8>,
+    /// New data commitment.
+    pub comm_d_new: Vec<u8>,
+}
+
+fn invalid(message: String) -> FilecoinError {
+    FilecoinError::InvalidArgument(message)
+}
+
+/// The prover id filecoin-proofs takes: the miner actor id as a
+/// little-endian integer, zero-padded to 32 bytes.
+pub fn prover_id(miner_id: u64) -> [u8; 32] {
+    let mut id = [0u8; 32];
+    id[..8].copy_from_slice(&miner_id.to_le_bytes());
+    id
+}
+
+fn bytes32(what: &str, bytes: &[u8], nonzero: bool) -> Result<[u8; 32], FilecoinError> {
+    let out: [u8; 32] = bytes
+        .try_into()
+        .map_err(|_| invalid(format!("{what} must be 32 bytes, got {}", bytes.len())))?;
+    if nonzero && out == [0; 32] {
+        return Err(invalid(format!("{what} is all zero")));
+    }
+    Ok(out)
+}
+
+fn check_sector_size(declared: u64, registered: u64, what: &str) -> Result<(), FilecoinError> {
+    if declared != 0 && declared != registered {
+        return Err(invalid(format!(
+            "sector_size {} does not match {what} ({})",
+            sector_size_name(declared),
+            sector_size_name(registered)
+        )));
+    }
+    Ok(())
+}
+
+fn circuit_id(identifier: anyhow::Result<String>) -> Result<String, FilecoinError> {
+    identifier
+        .map(|id| format!("v{VERSION}-{id}"))
+        .map_err(|e| FilecoinError::Internal(format!("circuit identifier: {e:#}")))
+}
+
+/// The Go ABI `registered_proof` of a C1 output (raw or enveloped), for
+/// clients that hold only the file.
+pub fn c1_registered_proof(bytes: &[u8]) -> Result<u64, FilecoinError> {
+    #[derive(Deserialize)]
+    struct Head {
+        registered_proof: RegisteredSealProof,
+    }
+    let json = if bytes.windows(11).any(|w| w == b"\"Phase1Out\"") {
+        let envelope: C1Envelope =
+            serde_json::from_slice(bytes).map_err(|e| invalid(format!("C1 envelope is not valid JSON: {e}")))?;
+        base64::engine::general_purpose::STANDARD
+            .decode(envelope.phase1_out.trim())
+            .map_err(|e| invalid(format!("C1 envelope's Phase1Out is not base64: {e}")))?
+    } else {
+        bytes.to_vec()
+    };
+    let head: Head =
+        serde_json::from_slice(&json).map_err(|e| invalid(format!("C1 output has no valid registered_proof: {e}")))?;
+    SEAL_PROOFS
+        .iter()
+        .position(|p| *p == head.registered_proof)
+        .map(|i| i as u64)
+        .ok_or_else(|| invalid(format!("{:?} is not in the Go ABI table", head.registered_proof)))
+}
+
+/// The envelope the reference daemon accepts around a C1 output.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct C1Envelope {
+    #[serde(rename = "SectorNum")]
+    sector_num: u64,
+    #[serde(rename = "Phase1Out")]
+    phase1_out: String,
+    #[serde(rename = "SectorSize")]
+    sector_size: u64,
+}
+
+/// A checked PoRep C2 request.
+#[derive(Clone, Debug)]
+pub struct PorepInput {
+    /// The proof type (from the C1 output, matched against the request's).
+    pub registered: RegisteredSealProof,
+    /// The C1 output.
+    pub c1: SealCommitPhase1Output,
+    /// Sector number.
+    pub sector_number: SectorId,
+    /// Miner id and the prover id made from it.
+    pub miner_id: u64,
+    /// 32-byte prover id.
+    pub prover_id: [u8; 32],
+    /// Parameter file stem.
+    pub circuit_id: String,
+}
+
+fn vanilla_sector_size(proofs: &VanillaSealProof) -> u64 {
+    match proofs {
+        VanillaSealProof::StackedDrg2KiBV1(_) => 2 << 10,
+        VanillaSealProof::StackedDrg8MiBV1(_) => 8 << 20,
+        VanillaSealProof::StackedDrg512MiBV1(_) => 512 << 20,
+        VanillaSealProof::StackedDrg32GiBV1(_) => 32 << 30,
+        VanillaSealProof::StackedDrg64GiBV1(_) => 64 << 30,
+    }
+}
+
+impl PorepInput {
+    /// Parses the C1 output (raw or enveloped) and checks it against the
+    /// request.
+    pub fn parse(request: &FilecoinRequest) -> Result<Self, FilecoinError> {
+        let registered = lookup(&SEAL_PROOFS, request.registered_proof, "seal").map_err(invalid)?;
+        if request.registered_proof >= 15 {
+            return Err(FilecoinError::Unsupported(format!(
+                "{registered:?}: non-interactive PoRep returns an aggregate proof, which cuzk does not make"
+            )));
+        }
+        let size = u64::from(registered.sector_size());
+        check_sector_size(request.sector_size, size, &format!("{registered:?}"))?;
+        if request.vanilla_proof.is_empty() {
+            return Err(invalid(
+                "PoRep request carries no C1 output (vanilla_proof is empty)".into(),
+            ));
+        }
+        let text = &request.vanilla_proof;
+        let mut sector_number = request.sector_number;
+        let json: Vec<u8> = if text.windows(11).any(|w| w == b"\"Phase1Out\"") {
+            let envelope: C1Envelope = serde_json::from_slice(text)
+                .map_err(|e| invalid(format!("C1 envelope is not valid JSON: {e}")))?;
+            check_sector_size(envelope.sector_size, size, &format!("{registered:?}")).map_err(|_| {
+                invalid(format!(
+                    "the C1 envelope's SectorSize {} does not match {registered:?} ({})",
+                    sector_size_name(envelope.sector_size),
+                    sector_size_name(size)
+                ))
+            })?;
+            if sector_number == 0 {
+                sector_number = envelope.sector_num;
+            } else if sector_number != envelope.sector_num {
+                return Err(invalid(format!(
+                    "sector_number {} differs from the envelope's SectorNum {}",
+                    sector_number, envelope.sector_num
+                )));
+            }
+            base64::engine::general_purpose::STANDARD
+                .decode(envelope.phase1_out.trim())
+                .map_err(|e| invalid(format!("C1 envelope's Phase1Out is not base64: {e}")))?
+        } else {
+            text.clone()
+        };
+        let c1: SealCommitPhase1Output = serde_json::from_slice(&json)
+            .map_err(|e| invalid(format!("C1 output is not a valid SealCommitPhase1Output: {e}")))?;
+        if c1.registered_proof != registered {
+            return Err(invalid(format!(
+                "registered_proof {} ({registered:?}) differs from the C1 output's {:?}",
+                request.registered_proof, c1.registered_proof
+            )));
+        }
+        let c1_size = vanilla_sector_size(&c1.vanilla_proofs);
+        if c1_size != size {
+            return Err(invalid(format!(
+                "the C1 output's vanilla proofs are for {} sectors, {registered:?} is {}",
+                sector_size_name(c1_size),
+                sector_size_name(size)
+            )));
+        }
+        bytes32("comm_r", &c1.comm_r, true)?;
+        bytes32("comm_d", &c1.comm_d, true)?;
+        bytes32("seed", &c1.seed, true)?;
+        if registered.major_version() != 1 {
+            return Err(FilecoinError::Unsupported(format!("{registered:?}")));
+        }
+        Ok(Self {
+            registered,
+            circuit_id: circuit_id(registered.circuit_identifier())?,
+            c1,
+            sector_number: SectorId::from(sector_number),
+            miner_id: request.miner_id,
+            prover_id: prover_id(request.miner_id),
+        })
+    }
+}
+
+/// A checked WinningPoSt or WindowPoSt (one partition) request.
+#[derive(Clone, Debug)]
+pub struct PostInput {
+    /// The proof type.
+    pub registered: RegisteredPoStProof,
+    /// Vanilla proofs, one per sector.
+    pub vanilla_proofs: Vec<Vec<u8>>,
+    /// Challenge randomness.
+    pub randomness: [u8; 32],
+    /// Miner id and the prover id made from it.
+    pub miner_id: u64,
+    /// 32-byte prover id.
+    pub prover_id: [u8; 32],
+    /// WindowPoSt partition.
+    pub partition_index: u32,
+    /// Parameter file stem.
+    pub circuit_id: String,
+}
+
+impl PostInput {
+    /// Checks a PoSt request.
+    pub fn parse(request: &FilecoinRequest) -> Result<Self, FilecoinError> {
+        let kind = request.kind;
+        let registered = lookup(&POST_PROOFS, request.registered_proof, "PoSt").map_err(invalid)?;
+        let winning = matches!(registered.typ(), filecoin_proofs::PoStType::Winning);
+        if winning != (kind == Kind::Winning) {
+            return Err(invalid(format!(
+                "registered_proof {} ({registered:?}) is not a {} proof",
+                request.registered_proof,
+                if kind == Kind::Winning {
+                    "WinningPoSt"
+                } else {
+                    "WindowPoSt"
+                }
+            )));
+        }
+        check_sector_size(
+            request.sector_size,
+            u64::from(registered.sector_size()),
+            &format!("{registered:?}"),
+        )?;
+        if request.vanilla_proofs.is_empty() {
+            return Err(invalid(
+                "PoSt request carries no vanilla proofs (vanilla_proofs is empty)".into(),
+            ));
+        }
+        Ok(Self {
+            registered,
+            vanilla_proofs: request.vanilla_proofs.clone(),
+            randomness: bytes32("randomness", &request.randomness, false)?,
+            miner_id: request.miner_id,
+            prover_id: prover_id(request.miner_id),
+            partition_index: request.partition_index,
+            circuit_id: circuit_id(registered.circuit_identifier())?,
+        })
+    }
+}
+
+/// A checked SnapDeals request.
+#[derive(Clone, Debug)]
+pub struct SnapInput {
+    /// The proof type.
+    pub registered: RegisteredUpdateProof,
+    /// Vanilla partition proofs.
+    pub vanilla_proofs: Vec<Vec<u8>>,
+    /// Old replica commitment.
+    pub comm_r_old: [u8; 32],
+    /// New replica commitment.
+    pub comm_r_new: [u8; 32],
+    /// New data commitment.
+    pub comm_d_new: [u8; 32],
+    /// Parameter file stem.
+    pub circuit_id: String,
+}
+
+impl SnapInput {
+    /// Checks a SnapDeals request.
+    pub fn parse(request: &FilecoinRequest) -> Result<Self, FilecoinError> {
+        let registered = lookup(&UPDATE_PROOFS, request.registered_proof, "update").map_err(invalid)?;
+        check_sector_size(
+            request.sector_size,
+            u64::from(registered.sector_size()),
+            &format!("{registered:?}"),
+        )?;
+        if request.vanilla_proofs.is_empty() {
+            return Err(invalid(
+                "SnapDeals request carries no vanilla proofs (vanilla_proofs is empty)".into(),
+            ));
+        }
+        Ok(Self {
+            registered,
+            vanilla_proofs: request.vanilla_proofs.clone(),
+            comm_r_old: bytes32("comm_r_old", &request.comm_r_old, true)?,
+            comm_r_new: bytes32("comm_r_new", &request.comm_r_new, true)?,
+            comm_d_new: bytes32("comm_d_new", &request.comm_d_new, true)?,
+            circuit_id: circuit_id(registered.circuit_identifier())?,
+        })
+    }
+}

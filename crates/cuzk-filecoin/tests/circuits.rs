@@ -1,0 +1,135 @@
+//! The Filecoin plans against independent implementations: constraint
+//! counts pinned per proof type (2 KiB), our proof bytes equal to
+//! bellperson's `create_proof` on the same storage-proofs circuit with the
+//! same r and s, and the whole proof accepted by filecoin-proofs' verifier.
+
+use cuzk_core::{finish, proof_to_bytes, prove_start, ProvingParameters, Randomness, Scalar};
+use cuzk_filecoin::fixtures::{self, FixtureManifest};
+use cuzk_filecoin::{FilecoinRequest, Kind};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+fn param_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params");
+        std::fs::create_dir_all(&dir).unwrap();
+        cuzk_filecoin::settings::init_with(Some(&dir), &dir)
+    })
+    .clone()
+}
+
+fn fixture() -> &'static (tempfile::TempDir, FixtureManifest) {
+    static FIXTURE: OnceLock<(tempfile::TempDir, FixtureManifest)> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        param_dir();
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = fixtures::write_fixtures(2048, dir.path(), 3).unwrap();
+        (dir, manifest)
+    })
+}
+
+/// The parameters of (`kind`, `number`), generated once (serialised).
+fn params(kind: Kind, number: u64) -> (Arc<ProvingParameters>, PathBuf) {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    param_dir();
+    let files = cuzk_filecoin::params::ensure(kind, number, 1).unwrap();
+    let params = ProvingParameters::read(&files.params, cuzk_core::PointCheck::Full).unwrap();
+    (Arc::new(params), files.params)
+}
+
+fn post_request(kind: Kind, file: &str) -> FilecoinRequest {
+    let request = fixtures::load_request_file(fixture().0.path().join(file)).unwrap();
+    FilecoinRequest {
+        kind,
+        registered_proof: request.registered_proof,
+        sector_size: request.sector_size,
+        vanilla_proofs: request.vanilla_proof_bytes().unwrap(),
+        miner_id: request.miner_id,
+        sector_number: request.sector_number,
+        randomness: request.randomness_bytes().unwrap(),
+        partition_index: request.partition_index,
+        ..Default::default()
+    }
+}
+
+/// Our proof of partition 0 equals bellperson's for the same circuit, r and
+/// s; the plan's whole-proof check (bellperson's verifier, then
+/// filecoin-proofs') accepts it and rejects a tampered one.
+fn check_against_bellperson(request: &FilecoinRequest, expected_constraints: usize) {
+    let plan = cuzk_filecoin::plan_for(request).unwrap();
+    let assignment = plan.synthesize(0).unwrap();
+    assert_eq!(
+        assignment.a.len(),
+        expected_constraints,
+        "{:?} constraints changed",
+        request.kind
+    );
+    let (params, path) = params(request.kind, request.registered_proof);
+    assert_eq!(format!("{}.params", plan.circuit_id()), path.file_name().unwrap().to_str().unwrap());
+    let (r, s) = (Scalar::from(12345u64), Scalar::from(678u64));
+    let (ours, _) = finish(prove_start(assignment, &params, Randomness::Fixed { r, s }).unwrap()).unwrap();
+
+    // bellperson, on its own reading of the file and a fresh circuit.
+    let file = std::fs::File::open(&path).unwrap();
+    let bell_params = bellperson::groth16::Parameters::<blstrs::Bls12>::read(std::io::BufReader::new(file), false).unwrap();
+    let circuit = plan_circuit(request);
+    let theirs = bellperson::groth16::create_proof(circuit, &bell_params, r, s).unwrap();
+    let mut theirs_bytes = Vec::new();
+    theirs.write(&mut theirs_bytes).unwrap();
+    assert_eq!(proof_to_bytes(&ours).to_vec(), theirs_bytes, "{:?}: bytes differ from bellperson's", request.kind);
+
+    plan.verify(&params, std::slice::from_ref(&ours)).unwrap();
+    let mut tampered = ours;
+    tampered.c = tampered.a;
+    assert!(plan.verify(&params, &[tampered]).is_err());
+}
+
+/// The circuit of partition 0, built again for bellperson (2 KiB sectors
+/// have the base tree shape).
+fn plan_circuit(request: &FilecoinRequest) -> impl bellperson::Circuit<Scalar> {
+    let input = cuzk_filecoin::request::PostInput::parse(request).unwrap();
+    cuzk_filecoin::plans::PostPlan::<filecoin_proofs::SectorShape2KiB>::new(input)
+        .unwrap()
+        .circuit(0)
+        .unwrap()
+}
+
+#[test]
+fn winning_post_matches_bellperson_and_verifies() {
+    let request = post_request(Kind::Winning, fixtures::WINNING_FILE);
+    check_against_bellperson(&request, WINNING_2KIB_CONSTRAINTS);
+}
+
+#[test]
+fn window_post_matches_bellperson_and_verifies() {
+    let request = post_request(Kind::Window, fixtures::WPOST_FILE);
+    check_against_bellperson(&request, WINDOW_2KIB_CONSTRAINTS);
+}
+
+#[test]
+fn porep_2kib_constraint_count_is_pinned() {
+    // Synthesis only: no parameters needed.
+    let manifest = &fixture().1;
+    let request = FilecoinRequest {
+        kind: Kind::Porep,
+        registered_proof: manifest.registered_seal_proof,
+        vanilla_proof: std::fs::read(fixture().0.path().join(fixtures::C1_FILE)).unwrap(),
+        miner_id: manifest.miner_id,
+        sector_number: manifest.sector_number,
+        ..Default::default()
+    };
+    let plan = cuzk_filecoin::plan_for(&request).unwrap();
+    assert_eq!(plan.partitions(), 1);
+    let assignment = plan.synthesize(0).unwrap();
+    assert_eq!(assignment.a.len(), POREP_2KIB_CONSTRAINTS);
+    assert_eq!(assignment.input_assignment.len(), plan.public_inputs(0).len() + 1);
+}
+
+// Constraints per partition as cuzk counts them: the circuit's R1CS
+// constraints (storage-proofs 19.1, as the reference measured them) plus
+// one per public input (bellperson's input constraints).
+const WINNING_2KIB_CONSTRAINTS: usize = 90_750 + 133;
+const WINDOW_2KIB_CONSTRAINTS: usize = 21_866 + 23;
+const POREP_2KIB_CONSTRAINTS: usize = 2_687_921 + 40;
