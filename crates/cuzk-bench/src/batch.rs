@@ -144,7 +144,12 @@ impl ProofArgs {
                     _ => (pb::ProofKind::SnapDealsUpdate, RequestKind::Snap),
                 };
                 if file.proof_kind != wanted {
-                    bail!("{} is a {:?} request, not {:?}", path.display(), file.proof_kind, wanted);
+                    bail!(
+                        "{} is a {:?} request, not {:?}",
+                        path.display(),
+                        file.proof_kind,
+                        wanted
+                    );
                 }
                 Submission {
                     proof_kind: kind as i32,
@@ -168,7 +173,8 @@ impl ProofArgs {
         };
         // The same plan the engine will make: its circuit id and public
         // inputs serve the local check of the returned proof.
-        let request = cuzk_daemon::service::to_request(submission.clone()).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+        let request = cuzk_daemon::service::to_request(submission.clone())
+            .map_err(|e| anyhow::anyhow!("{}", e.message()))?;
         let plan = cuzk_engine::plan::plan_for(&request)?;
         Ok((submission, plan))
     }

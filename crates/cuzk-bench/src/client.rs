@@ -58,7 +58,8 @@ impl Client {
     pub async fn connect(target: &Target) -> anyhow::Result<Self> {
         if target.embedded {
             // filecoin-proofs reads the same directory (its .vk files).
-            let param_cache = cuzk_filecoin::settings::init_with(Some(&target.param_cache()), &target.param_cache());
+            let param_cache =
+                cuzk_filecoin::settings::init_with(Some(&target.param_cache()), &target.param_cache());
             let config = EngineConfig {
                 param_cache,
                 partition_workers: target.partition_workers,
@@ -85,7 +86,8 @@ impl Client {
                 Ok((response.job_id, response.queue_position))
             }
             Client::Embedded(engine) => {
-                let request = cuzk_daemon::service::to_request(s.clone()).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+                let request = cuzk_daemon::service::to_request(s.clone())
+                    .map_err(|e| anyhow::anyhow!("{}", e.message()))?;
                 let outcome = engine.submit(request)?;
                 Ok((outcome.job_id, outcome.queue_position))
             }

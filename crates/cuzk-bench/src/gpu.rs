@@ -222,7 +222,10 @@ pub fn check(args: CheckArgs) -> anyhow::Result<()> {
         stream_chunk: 0,
         msm_window: 1 << 13,
     });
-    for n in [(1usize << 18) + 7, 1 << 20].into_iter().filter(|_| wanted("prove")) {
+    for n in [(1usize << 18) + 7, 1 << 20]
+        .into_iter()
+        .filter(|_| wanted("prove"))
+    {
         println!("... windowed proof n={n}");
         let assignment = shaped_assignment(n, 2, n as u64 + 5);
         let params = Arc::new(shaped_parameters(&assignment, 3));
@@ -320,7 +323,9 @@ pub fn check(args: CheckArgs) -> anyhow::Result<()> {
 fn g2_points(count: usize, seed: u64) -> Vec<blstrs::G2Affine> {
     use rayon::prelude::*;
     const CHUNK: usize = 4096;
-    let base = |tag: &str| blstrs::G2Projective::hash_to_curve(&seed.to_le_bytes(), b"cuzk-gpu-check", tag.as_bytes());
+    let base = |tag: &str| {
+        blstrs::G2Projective::hash_to_curve(&seed.to_le_bytes(), b"cuzk-gpu-check", tag.as_bytes())
+    };
     let (start, step) = (base("start"), base("step"));
     let mut out = vec![blstrs::G2Affine::default(); count];
     out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, part)| {

@@ -14,9 +14,7 @@
 use crate::assignment::ProvingAssignment;
 use crate::msm::{split_msm, structured_msm, MsmGroup, MsmSplit, ScalarVector, G1, G2};
 use crate::params::ProvingParameters;
-use crate::prover::{
-    input_msms, preflight, PendingProof, ProveError, ProveTimings, Randomness, Witness,
-};
+use crate::prover::{input_msms, preflight, PendingProof, ProveError, ProveTimings, Randomness, Witness};
 use blstrs::Scalar;
 use cuzk_sys::gpu::{DeviceInfo, GpuSrs, HostPin, MsmPlan, PartitionInput, Sections};
 use ff::{Field, PrimeField};
@@ -409,14 +407,14 @@ fn ensure_resident(
         Residency::Device if fits => false,
         Residency::Device => {
             return Err(format!(
-                "GPU {} ({}): parameters ({} MiB) and a partition's working set ({} MiB) do not fit in {} MiB \
+            "GPU {} ({}): parameters ({} MiB) and a partition's working set ({} MiB) do not fit in {} MiB \
                  free, and residency is \"device\"",
-                device.ordinal,
-                device.info.name,
-                section_bytes >> 20,
-                working >> 20,
-                free >> 20
-            ))
+            device.ordinal,
+            device.info.name,
+            section_bytes >> 20,
+            working >> 20,
+            free >> 20
+        ))
         }
     };
     if streamed && working + VRAM_SLACK > free {

@@ -1,7 +1,9 @@
 //! The `cuzk.v1.ProvingEngine` gRPC service: a thin layer that checks and
 //! maps requests onto the engine and never blocks the async runtime.
 
-use cuzk_engine::{Engine, EngineError, JobResult, JobStatus, Priority, ProofKind, ProofRequest, SectorFields, Tier};
+use cuzk_engine::{
+    Engine, EngineError, JobResult, JobStatus, Priority, ProofKind, ProofRequest, SectorFields, Tier,
+};
 use cuzk_proto::v1::{self as pb, proving_engine_server::ProvingEngine};
 use std::sync::Arc;
 use std::time::Duration;

@@ -6,14 +6,13 @@ use cuzk_core::{ParameterCache, Proof, Verifier, PROOF_BYTES};
 use cuzk_engine::plan::{ProofPlan, SyntheticPlan};
 use cuzk_engine::SyntheticSpec;
 use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-use tonic::transport::Channel;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 use tonic::Code;
 
 mod common;
-use common::{await_job, Client, Daemon, Listen};
+use common::{await_job, connect, Client, Daemon, Listen};
 use pb::await_proof_response::Status;
 
 fn spec(constraints: usize, partitions: usize, seed: u64) -> SyntheticSpec {
@@ -48,6 +47,7 @@ async fn submit(client: &mut Client, spec: &SyntheticSpec, priority: pb::Priorit
         .job_id
 }
 
+/// bellperson's verifier over every partition of a returned proof.
 fn check_proof(params_dir: &Path, spec: &SyntheticSpec, response: &pb::AwaitProofResponse) {
     assert_eq!(
         response.status,

@@ -20,7 +20,9 @@ mod timeline;
 
 pub use engine::{DeviceStatus, Engine, EngineConfig, EngineStatus, KindQueue, SubmitOutcome};
 pub use job::{JobResult, JobStatus};
-pub use request::{Priority, ProofKind, ProofRequest, SectorFields, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
+pub use request::{
+    Priority, ProofKind, ProofRequest, SectorFields, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF,
+};
 pub use srs::{SrsStatus, Tier};
 
 /// Errors the engine reports to clients.

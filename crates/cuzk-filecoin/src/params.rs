@@ -61,10 +61,8 @@ fn target(kind: Kind, registered_proof: u64) -> Result<(Target, u64, String), Fi
         }
         Kind::Snap => {
             let p = lookup(&UPDATE_PROOFS, registered_proof, "update").map_err(invalid)?;
-            let id = p
-                .circuit_identifier()
-                .map_err(|e| FilecoinError::Internal(format!("{e:#}")))?;
-            (Target::Snap(p.as_v1_config()), u64::from(p.sector_size()), id)
+            let size = u64::from(p.sector_size());
+            (Target::Snap(p.as_v1_config()), size, snap_identifier_for(size)?)
         }
     })
 }
@@ -77,6 +75,29 @@ pub fn files(kind: Kind, registered_proof: u64) -> Result<(PathBuf, PathBuf), Fi
         parameter_cache_params_path(&id),
         parameter_cache_verifying_key_path(&id),
     ))
+}
+
+/// The SnapDeals circuit's cache identifier. (filecoin-proofs-api's
+/// `RegisteredUpdateProof::circuit_identifier` returns the PoRep circuit's,
+/// not the update circuit's whose files filecoin-proofs reads.)
+pub fn snap_identifier<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(sector_size: u64) -> String {
+    use storage_proofs_core::parameter_cache::CacheableParameters;
+    let pp = storage_proofs_update::PublicParams::from_sector_size(sector_size);
+    <EmptySectorUpdateCompound<Tree> as CacheableParameters<EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(&pp)
+}
+
+struct SnapIdentifier(u64);
+
+impl ShapeDispatch for SnapIdentifier {
+    type Out = String;
+    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<String, FilecoinError> {
+        Ok(snap_identifier::<Tree>(self.0))
+    }
+}
+
+/// The SnapDeals identifier for a sector size, shape picked at run time.
+pub fn snap_identifier_for(sector_size: u64) -> Result<String, FilecoinError> {
+    crate::dispatch_shape(sector_size, SnapIdentifier(sector_size))
 }
 
 struct Generate {

@@ -15,7 +15,9 @@ use filecoin_proofs::{
     DefaultPieceDomain, DefaultPieceHasher, FallbackPoStSectorProof, MerkleTreeTrait, PoRepConfig,
     PoStConfig, PoStType, PublicReplicaInfo, SectorUpdateConfig, TreeRHasher,
 };
-use storage_proofs_core::{compound_proof, compound_proof::CompoundProof, sector::SectorId};
+use storage_proofs_core::{
+    compound_proof, compound_proof::CompoundProof, proof::ProofScheme, sector::SectorId,
+};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCompound, PublicSector};
 use storage_proofs_update::{EmptySectorUpdateCompound, PartitionProof};
@@ -159,6 +161,21 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPlan<Tree> {
         >>::setup(&setup)
         .map_err(|e| FilecoinError::Internal(format!("{e:#}")))?
         .vanilla_params;
+        // The vanilla proofs must hold for these commitments and this seed
+        // (storage-proofs' vanilla verifier: Merkle paths and labels, cheap
+        // next to the SNARK), so a mismatched C1 is refused now rather than
+        // failing verification after the proving work.
+        let valid = <StackedDrg<'_, Tree, DefaultPieceHasher> as ProofScheme<'_>>::verify_all_partitions(
+            &pub_params,
+            &pub_inputs,
+            &vanilla,
+        )
+        .unwrap_or(false);
+        if !valid {
+            return Err(invalid(
+                "the C1 vanilla proofs do not verify against its comm_r, comm_d, seed and replica_id".into(),
+            ));
+        }
         let constraints = crate::constraints::porep(u64::from(config.sector_size));
         Ok(Self {
             input,
@@ -174,7 +191,10 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPlan<Tree> {
 impl<Tree: 'static + MerkleTreeTrait> PorepPlan<Tree> {
     /// Partition `index`'s circuit, as `CompoundProof::circuit_proofs` builds it.
     pub fn circuit(&self, index: usize) -> Result<stacked::StackedCircuit<Tree, DefaultPieceHasher>, String> {
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::circuit(
             &self.pub_inputs,
             Default::default(),
             &self.vanilla[index],
@@ -387,6 +407,23 @@ impl<Tree: 'static + MerkleTreeTrait> PostPlan<Tree> {
                 )
             }
         };
+        // The vanilla proof must answer this partition's challenges (for
+        // this randomness, prover and these sectors): storage-proofs'
+        // vanilla verifier says so now, rather than a failed SNARK later.
+        let k = input.partition_index as usize;
+        let check_inputs = fallback::PublicInputs {
+            k: Some(if config.typ == PoStType::Winning { 0 } else { k }),
+            ..pub_inputs.clone()
+        };
+        let answers =
+            <FallbackPoSt<'_, Tree> as ProofScheme<'_>>::verify(&pub_params, &check_inputs, &partition[0])
+                .unwrap_or(false);
+        if !answers {
+            return Err(invalid(format!(
+                "the vanilla proofs do not answer partition {k}'s challenges \
+                 (wrong partition_index, randomness, miner_id or sectors?)"
+            )));
+        }
         Ok(Self {
             input,
             config,
@@ -560,6 +597,28 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapPlan<Tree> {
         let pub_params = EmptySectorUpdateCompound::<Tree>::setup(&setup)
             .map_err(|e| FilecoinError::Internal(format!("{e:#}")))?
             .vanilla_params;
+        // The partition proofs must hold, in order, for these commitments
+        // (filecoin-proofs' vanilla check), before any proving work.
+        let partition_bytes: Vec<filecoin_proofs_api::PartitionProofBytes> = input
+            .vanilla_proofs
+            .iter()
+            .cloned()
+            .map(filecoin_proofs_api::PartitionProofBytes)
+            .collect();
+        let valid = filecoin_proofs_api::update::verify_partition_proofs(
+            input.registered,
+            &partition_bytes,
+            input.comm_r_old,
+            input.comm_r_new,
+            input.comm_d_new,
+        )
+        .unwrap_or(false);
+        if !valid {
+            return Err(invalid(
+                "the vanilla partition proofs do not verify, in this order, against comm_r_old, comm_r_new and comm_d_new"
+                    .into(),
+            ));
+        }
         let constraints = crate::constraints::snap(u64::from(config.sector_size));
         Ok(Self {
             input,
@@ -574,7 +633,10 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapPlan<Tree> {
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapPlan<Tree> {
     /// Partition `index`'s circuit, as `CompoundProof::circuit_proofs` builds it.
-    pub fn circuit(&self, index: usize) -> Result<storage_proofs_update::EmptySectorUpdateCircuit<Tree>, String> {
+    pub fn circuit(
+        &self,
+        index: usize,
+    ) -> Result<storage_proofs_update::EmptySectorUpdateCircuit<Tree>, String> {
         EmptySectorUpdateCompound::<Tree>::circuit(
             &self.pub_inputs,
             Default::default(),

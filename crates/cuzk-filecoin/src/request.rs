@@ -101,16 +101,16 @@ pub fn c1_registered_proof(bytes: &[u8]) -> Result<u64, FilecoinError> {
         registered_proof: RegisteredSealProof,
     }
     let json = if bytes.windows(11).any(|w| w == b"\"Phase1Out\"") {
-        let envelope: C1Envelope =
-            serde_json::from_slice(bytes).map_err(|e| invalid(format!("C1 envelope is not valid JSON: {e}")))?;
+        let envelope: C1Envelope = serde_json::from_slice(bytes)
+            .map_err(|e| invalid(format!("C1 envelope is not valid JSON: {e}")))?;
         base64::engine::general_purpose::STANDARD
             .decode(envelope.phase1_out.trim())
             .map_err(|e| invalid(format!("C1 envelope's Phase1Out is not base64: {e}")))?
     } else {
         bytes.to_vec()
     };
-    let head: Head =
-        serde_json::from_slice(&json).map_err(|e| invalid(format!("C1 output has no valid registered_proof: {e}")))?;
+    let head: Head = serde_json::from_slice(&json)
+        .map_err(|e| invalid(format!("C1 output has no valid registered_proof: {e}")))?;
     SEAL_PROOFS
         .iter()
         .position(|p| *p == head.registered_proof)
@@ -328,7 +328,10 @@ impl SnapInput {
             comm_r_old: bytes32("comm_r_old", &request.comm_r_old, true)?,
             comm_r_new: bytes32("comm_r_new", &request.comm_r_new, true)?,
             comm_d_new: bytes32("comm_d_new", &request.comm_d_new, true)?,
-            circuit_id: circuit_id(registered.circuit_identifier())?,
+            circuit_id: circuit_id(
+                crate::params::snap_identifier_for(u64::from(registered.sector_size()))
+                    .map_err(anyhow::Error::msg),
+            )?,
         })
     }
 }

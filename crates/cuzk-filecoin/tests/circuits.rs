@@ -67,18 +67,27 @@ fn check_against_bellperson(request: &FilecoinRequest, expected_constraints: usi
         request.kind
     );
     let (params, path) = params(request.kind, request.registered_proof);
-    assert_eq!(format!("{}.params", plan.circuit_id()), path.file_name().unwrap().to_str().unwrap());
+    assert_eq!(
+        format!("{}.params", plan.circuit_id()),
+        path.file_name().unwrap().to_str().unwrap()
+    );
     let (r, s) = (Scalar::from(12345u64), Scalar::from(678u64));
     let (ours, _) = finish(prove_start(assignment, &params, Randomness::Fixed { r, s }).unwrap()).unwrap();
 
     // bellperson, on its own reading of the file and a fresh circuit.
     let file = std::fs::File::open(&path).unwrap();
-    let bell_params = bellperson::groth16::Parameters::<blstrs::Bls12>::read(std::io::BufReader::new(file), false).unwrap();
+    let bell_params =
+        bellperson::groth16::Parameters::<blstrs::Bls12>::read(std::io::BufReader::new(file), false).unwrap();
     let circuit = plan_circuit(request);
     let theirs = bellperson::groth16::create_proof(circuit, &bell_params, r, s).unwrap();
     let mut theirs_bytes = Vec::new();
     theirs.write(&mut theirs_bytes).unwrap();
-    assert_eq!(proof_to_bytes(&ours).to_vec(), theirs_bytes, "{:?}: bytes differ from bellperson's", request.kind);
+    assert_eq!(
+        proof_to_bytes(&ours).to_vec(),
+        theirs_bytes,
+        "{:?}: bytes differ from bellperson's",
+        request.kind
+    );
 
     plan.verify(&params, std::slice::from_ref(&ours)).unwrap();
     let mut tampered = ours;

@@ -489,7 +489,11 @@ impl GpuSrs {
     /// The CUDA region of one partition. `sections` are the host sections
     /// this object was made from (read in streamed mode, length-checked in
     /// both). Arguments are checked here, before any FFI call.
-    pub fn prove(&self, sections: Sections<'_>, input: &PartitionInput<'_>) -> Result<PartitionOutput, GpuError> {
+    pub fn prove(
+        &self,
+        sections: Sections<'_>,
+        input: &PartitionInput<'_>,
+    ) -> Result<PartitionOutput, GpuError> {
         if sections.lens() != self.lens {
             return Err(GpuError::Invalid(format!(
                 "sections of {:?} points, made for {:?}",

@@ -36,7 +36,12 @@ impl Daemon {
 
     /// A daemon over an existing parameter directory (e.g. generated
     /// Filecoin parameters kept between test runs).
-    pub fn start_with_params(dir: tempfile::TempDir, params: &std::path::Path, listen: Listen, extra_config: &str) -> Self {
+    pub fn start_with_params(
+        dir: tempfile::TempDir,
+        params: &std::path::Path,
+        listen: Listen,
+        extra_config: &str,
+    ) -> Self {
         let params = params.to_path_buf();
         let address = match listen {
             Listen::Tcp => {
@@ -140,5 +145,3 @@ pub async fn await_job(client: &mut Client, job_id: &str, timeout_ms: u64) -> pb
         .unwrap()
         .into_inner()
 }
-
-/// bellperson's verifier over every partition of a returned proof.
