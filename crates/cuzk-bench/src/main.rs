@@ -8,6 +8,7 @@ mod fixtures;
 mod gen;
 mod gpu;
 mod params;
+mod synthesis;
 
 use clap::{Parser, Subcommand};
 
@@ -52,16 +53,22 @@ enum Command {
     Fixtures(fixtures::FixturesArgs),
     /// Generate test-size Filecoin parameters under their official names.
     GenParams(params::GenParamsArgs),
+    /// A PoRep partition's synthesis by cuzk against bellperson's, side by side.
+    CompareSynthesis(synthesis::CompareSynthesisArgs),
 }
 
 fn main() -> anyhow::Result<()> {
+    let command = Cli::parse().command;
+    // This one captures bellperson's `log` records itself.
+    if let Command::CompareSynthesis(args) = command {
+        return synthesis::run(args);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CUZK_LOG").unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
-    let command = Cli::parse().command;
     let command = match command {
         Command::CompareCpu(args) => return compare::run(args),
         Command::GpuCheck(args) => return gpu::check(args),
@@ -84,7 +91,8 @@ fn main() -> anyhow::Result<()> {
             | Command::GpuBench(_)
             | Command::GenSrs(_)
             | Command::Fixtures(_)
-            | Command::GenParams(_) => unreachable!("handled above"),
+            | Command::GenParams(_)
+            | Command::CompareSynthesis(_) => unreachable!("handled above"),
         }
     })
 }

@@ -1,0 +1,151 @@
+//! `cuzk-bench compare-synthesis`: one PoRep partition's synthesis by cuzk
+//! against bellperson's own (the synthesis filecoin-proofs' C2 runs), on the
+//! same C1 output, side by side in one run.
+//!
+//! bellperson keeps its synthesis private; it times it itself and logs
+//! "synthesis time: <duration>" from `create_proof`, which this command
+//! captures with a `log` logger of its own (so it runs without the tracing
+//! subscriber the other commands install).
+
+use clap::Args;
+use cuzk_core::Scalar;
+use cuzk_filecoin::plans::PorepPlan;
+use cuzk_filecoin::request::PorepInput;
+use cuzk_filecoin::{FilecoinRequest, Kind};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct CompareSynthesisArgs {
+    /// The C1 output (raw or enveloped) of a 2 KiB, 8 MiB or 512 MiB sector.
+    #[arg(long)]
+    c1: PathBuf,
+    /// Miner actor id the sector was sealed for.
+    #[arg(long, default_value_t = cuzk_filecoin::fixtures::MINER_ID)]
+    miner_id: u64,
+    /// Sector number (0 = the envelope's).
+    #[arg(long, default_value_t = cuzk_filecoin::fixtures::SECTOR_NUMBER)]
+    sector_number: u64,
+    /// Parameter directory holding the PoRep parameters (bellperson's
+    /// `create_proof` needs them to run its synthesis).
+    #[arg(long)]
+    param_cache: Option<PathBuf>,
+    /// Runs of each (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+}
+
+/// Collects bellperson's "synthesis time: ..." log lines.
+struct SynthesisTimes(Mutex<Vec<Duration>>);
+
+impl log::Log for SynthesisTimes {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::Level::Info
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        let text = record.args().to_string();
+        if let Some(value) = text.strip_prefix("synthesis time: ") {
+            if let Some(d) = parse_debug_duration(value) {
+                self.0.lock().unwrap_or_else(|e| e.into_inner()).push(d);
+            }
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+static TIMES: SynthesisTimes = SynthesisTimes(Mutex::new(Vec::new()));
+
+/// Parses `Duration`'s Debug form ("1.5s", "950.2ms", "12µs", "3ns").
+fn parse_debug_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let (number, scale) = [("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9), ("s", 1.0)]
+        .iter()
+        .find_map(|(unit, scale)| text.strip_suffix(unit).map(|n| (n, *scale)))?;
+    number
+        .parse::<f64>()
+        .ok()
+        .map(|v| Duration::from_secs_f64(v * scale))
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.repeat > 0, "--repeat must be at least 1");
+    log::set_logger(&TIMES).map_err(|e| anyhow::anyhow!("installing the log capture: {e}"))?;
+    log::set_max_level(log::LevelFilter::Info);
+    let dir = cuzk_filecoin::settings::init_with(
+        args.param_cache.as_deref(),
+        &cuzk_core::ParameterCache::default_dir(),
+    );
+
+    let request = FilecoinRequest {
+        kind: Kind::Porep,
+        registered_proof: cuzk_filecoin::request::c1_registered_proof(&std::fs::read(&args.c1)?)?,
+        vanilla_proof: std::fs::read(&args.c1)?,
+        miner_id: args.miner_id,
+        sector_number: args.sector_number,
+        ..Default::default()
+    };
+    let input = PorepInput::parse(&request)?;
+    let size = u64::from(input.registered.sector_size());
+    anyhow::ensure!(
+        size <= 512 << 20,
+        "compare-synthesis takes 2 KiB, 8 MiB or 512 MiB sectors (the base tree shape)"
+    );
+    let plan = PorepPlan::<filecoin_proofs::SectorShape2KiB>::new(input)?;
+    let circuit_id = cuzk_core::ProofPlan::circuit_id(&plan);
+    println!("circuit: {circuit_id} (partition 0)");
+
+    // cuzk: the engine's synthesis of partition 0.
+    let mut ours = Vec::new();
+    let mut constraints = 0;
+    for _ in 0..args.repeat {
+        let started = Instant::now();
+        let assignment = cuzk_core::ProofPlan::synthesize(&plan, 0).map_err(anyhow::Error::msg)?;
+        ours.push(started.elapsed());
+        constraints = assignment.a.len();
+    }
+
+    // bellperson: create_proof on the same circuit, which times its own
+    // synthesis (the rest of the proof is not counted).
+    let path = dir.join(format!("{circuit_id}.params"));
+    let file = std::fs::File::open(&path).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {e} (generate it with `cuzk-bench gen-params --type porep`)",
+            path.display()
+        )
+    })?;
+    let params =
+        bellperson::groth16::Parameters::<blstrs::Bls12>::read(std::io::BufReader::new(file), false)?;
+    for _ in 0..args.repeat {
+        let circuit = plan.circuit(0).map_err(anyhow::Error::msg)?;
+        let _ = bellperson::groth16::create_proof(circuit, &params, Scalar::from(1u64), Scalar::from(2u64))?;
+    }
+    let theirs = std::mem::take(&mut *TIMES.0.lock().unwrap_or_else(|e| e.into_inner()));
+    anyhow::ensure!(
+        theirs.len() == args.repeat,
+        "captured {} bellperson synthesis times for {} runs",
+        theirs.len(),
+        args.repeat
+    );
+    let (ours, theirs) = (median(ours), median(theirs));
+    println!("constraints: {constraints}");
+    println!(
+        "cuzk synthesis:       {:.3} s (median of {})",
+        ours.as_secs_f64(),
+        args.repeat
+    );
+    println!(
+        "bellperson synthesis: {:.3} s (median of {}, its own timing)",
+        theirs.as_secs_f64(),
+        args.repeat
+    );
+    println!("ratio: {:.2}x", theirs.as_secs_f64() / ours.as_secs_f64());
+    Ok(())
+}
