@@ -9,6 +9,7 @@ mod gen;
 mod gpu;
 mod params;
 mod synthesis;
+mod timeline;
 
 use clap::{Parser, Subcommand};
 
@@ -55,6 +56,8 @@ enum Command {
     GenParams(params::GenParamsArgs),
     /// A PoRep partition's synthesis by cuzk against bellperson's, side by side.
     CompareSynthesis(synthesis::CompareSynthesisArgs),
+    /// Draw a log's TIMELINE events as an SVG chart (one row per worker).
+    Timeline(timeline::TimelineArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -76,6 +79,7 @@ fn main() -> anyhow::Result<()> {
         Command::GenSrs(args) => return gen::run(args),
         Command::Fixtures(args) => return fixtures::run(args),
         Command::GenParams(args) => return params::run(args),
+        Command::Timeline(args) => return timeline::run(args),
         other => other,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -92,7 +96,8 @@ fn main() -> anyhow::Result<()> {
             | Command::GenSrs(_)
             | Command::Fixtures(_)
             | Command::GenParams(_)
-            | Command::CompareSynthesis(_) => unreachable!("handled above"),
+            | Command::CompareSynthesis(_)
+            | Command::Timeline(_) => unreachable!("handled above"),
         }
     })
 }
