@@ -196,7 +196,7 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPlan<Tree> {
             _,
         >>::circuit(
             &self.pub_inputs,
-            Default::default(),
+            (),
             &self.vanilla[index],
             &self.pub_params,
             Some(index),
@@ -639,7 +639,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapPlan<Tree> {
     ) -> Result<storage_proofs_update::EmptySectorUpdateCircuit<Tree>, String> {
         EmptySectorUpdateCompound::<Tree>::circuit(
             &self.pub_inputs,
-            Default::default(),
+            (),
             &self.vanilla[index],
             &self.pub_params,
             Some(index),

@@ -85,6 +85,7 @@ pub fn lookup<T: Copy>(table: &[T], number: u64, what: &str) -> Result<T, String
 pub fn sector_size_name(bytes: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
     for (unit, name) in UNITS {
+        #[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than rust-version
         if bytes >= unit && bytes % unit == 0 {
             return format!("{}{name}", bytes / unit);
         }
