@@ -224,10 +224,18 @@ fn cancel_timeout_idempotency_and_bad_requests() {
             EngineError::InvalidArgument(_)
         ));
     }
-    let mut real = request(spec(SIZE, 1, 1), None);
-    real.registered_proof = 8; // StackedDrg32GiBV1_1: not served yet
+    // A Filecoin proof type whose payload is no C1 output.
+    let mut not_c1 = request(spec(SIZE, 1, 1), None);
+    not_c1.registered_proof = 8; // StackedDrg32GiBV1_1
     assert!(matches!(
-        engine.submit(real).unwrap_err(),
+        engine.submit(not_c1).unwrap_err(),
+        EngineError::InvalidArgument(m) if m.contains("C1 output")
+    ));
+    // Non-interactive PoRep (an aggregate) is not served.
+    let mut aggregate = request(spec(SIZE, 1, 1), None);
+    aggregate.registered_proof = 18;
+    assert!(matches!(
+        engine.submit(aggregate).unwrap_err(),
         EngineError::Unsupported(_)
     ));
     assert!(matches!(
