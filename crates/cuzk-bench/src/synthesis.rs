@@ -84,10 +84,11 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
         &cuzk_core::ParameterCache::default_dir(),
     );
 
+    let c1 = std::fs::read(&args.c1)?;
     let request = FilecoinRequest {
         kind: Kind::Porep,
-        registered_proof: cuzk_filecoin::request::c1_registered_proof(&std::fs::read(&args.c1)?)?,
-        vanilla_proof: std::fs::read(&args.c1)?,
+        registered_proof: cuzk_filecoin::request::c1_registered_proof(&c1)?,
+        vanilla_proof: c1,
         miner_id: args.miner_id,
         sector_number: args.sector_number,
         ..Default::default()

@@ -4,6 +4,17 @@
 
 use crate::{Bls12, Proof, ProvingAssignment, ProvingParameters, Scalar, Verifier};
 
+/// Bytes one partition of `constraints` constraints and `aux` variables
+/// holds while in flight: a/b/c padded to the domain, the assignments, and
+/// the byte copies the MSMs read (plus a quarter for bookkeeping).
+pub fn partition_bytes(constraints: usize, aux: usize) -> u64 {
+    let domain = constraints.next_power_of_two() as u64;
+    let scalar = 32u64;
+    let abc = 3 * domain * scalar;
+    let witness = aux as u64 * (scalar * 2 + 1);
+    (abc + witness) * 5 / 4
+}
+
 /// Everything the pipeline needs to know about one proof.
 pub trait ProofPlan: Send + Sync + std::fmt::Debug {
     /// Key of the parameters (SRS) the partitions are proved with: the file

@@ -14,16 +14,7 @@ pub const MAX_SYNTHETIC_PARTITIONS: usize = 64;
 /// Most public inputs of a synthetic partition.
 pub const MAX_SYNTHETIC_INPUTS: usize = 1024;
 
-/// Bytes one partition of `constraints` constraints and `aux` variables
-/// holds while in flight: a/b/c padded to the domain, the assignments, and
-/// the byte copies the MSMs read (plus a quarter for bookkeeping).
-pub fn partition_bytes(constraints: usize, aux: usize) -> u64 {
-    let domain = constraints.next_power_of_two() as u64;
-    let scalar = 32u64;
-    let abc = 3 * domain * scalar;
-    let witness = aux as u64 * (scalar * 2 + 1);
-    (abc + witness) * 5 / 4
-}
+pub use cuzk_core::plan::partition_bytes;
 
 /// Builds the plan for `request`.
 pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, EngineError> {

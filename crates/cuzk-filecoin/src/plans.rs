@@ -24,18 +24,10 @@ use storage_proofs_update::{EmptySectorUpdateCompound, PartitionProof};
 
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 
-/// Bytes one partition of about `constraints` constraints holds in flight.
+/// Bytes one partition of about `constraints` constraints (and as many
+/// aux variables) holds in flight, by the engine's rule.
 fn in_flight_bytes(constraints: usize) -> u64 {
-    cuzk_core_partition_bytes(constraints)
-}
-
-/// a, b, c padded to the domain, the assignments and their copies, plus a
-/// quarter (the engine's rule for every proof type).
-fn cuzk_core_partition_bytes(constraints: usize) -> u64 {
-    let domain = constraints.next_power_of_two() as u64;
-    let abc = 3 * domain * 32;
-    let witness = constraints as u64 * 65;
-    (abc + witness) * 5 / 4
+    cuzk_core::plan::partition_bytes(constraints, constraints)
 }
 
 fn synth<C: bellperson::Circuit<Scalar>>(

@@ -100,15 +100,7 @@ pub fn c1_registered_proof(bytes: &[u8]) -> Result<u64, FilecoinError> {
     struct Head {
         registered_proof: RegisteredSealProof,
     }
-    let json = if bytes.windows(11).any(|w| w == b"\"Phase1Out\"") {
-        let envelope: C1Envelope = serde_json::from_slice(bytes)
-            .map_err(|e| invalid(format!("C1 envelope is not valid JSON: {e}")))?;
-        base64::engine::general_purpose::STANDARD
-            .decode(envelope.phase1_out.trim())
-            .map_err(|e| invalid(format!("C1 envelope's Phase1Out is not base64: {e}")))?
-    } else {
-        bytes.to_vec()
-    };
+    let (json, _) = c1_json(bytes)?;
     let head: Head = serde_json::from_slice(&json)
         .map_err(|e| invalid(format!("C1 output has no valid registered_proof: {e}")))?;
     SEAL_PROOFS
@@ -116,6 +108,19 @@ pub fn c1_registered_proof(bytes: &[u8]) -> Result<u64, FilecoinError> {
         .position(|p| *p == head.registered_proof)
         .map(|i| i as u64)
         .ok_or_else(|| invalid(format!("{:?} is not in the Go ABI table", head.registered_proof)))
+}
+
+/// The C1 JSON of a raw or enveloped C1 output, with the envelope if any.
+fn c1_json(bytes: &[u8]) -> Result<(Vec<u8>, Option<C1Envelope>), FilecoinError> {
+    if !bytes.windows(11).any(|w| w == b"\"Phase1Out\"") {
+        return Ok((bytes.to_vec(), None));
+    }
+    let envelope: C1Envelope =
+        serde_json::from_slice(bytes).map_err(|e| invalid(format!("C1 envelope is not valid JSON: {e}")))?;
+    let json = base64::engine::general_purpose::STANDARD
+        .decode(envelope.phase1_out.trim())
+        .map_err(|e| invalid(format!("C1 envelope's Phase1Out is not base64: {e}")))?;
+    Ok((json, Some(envelope)))
 }
 
 /// The envelope the reference daemon accepts around a C1 output.
@@ -174,11 +179,9 @@ impl PorepInput {
                 "PoRep request carries no C1 output (vanilla_proof is empty)".into(),
             ));
         }
-        let text = &request.vanilla_proof;
         let mut sector_number = request.sector_number;
-        let json: Vec<u8> = if text.windows(11).any(|w| w == b"\"Phase1Out\"") {
-            let envelope: C1Envelope = serde_json::from_slice(text)
-                .map_err(|e| invalid(format!("C1 envelope is not valid JSON: {e}")))?;
+        let (json, envelope) = c1_json(&request.vanilla_proof)?;
+        if let Some(envelope) = envelope {
             check_sector_size(envelope.sector_size, size, &format!("{registered:?}")).map_err(|_| {
                 invalid(format!(
                     "the C1 envelope's SectorSize {} does not match {registered:?} ({})",
@@ -194,12 +197,7 @@ impl PorepInput {
                     sector_number, envelope.sector_num
                 )));
             }
-            base64::engine::general_purpose::STANDARD
-                .decode(envelope.phase1_out.trim())
-                .map_err(|e| invalid(format!("C1 envelope's Phase1Out is not base64: {e}")))?
-        } else {
-            text.clone()
-        };
+        }
         let c1: SealCommitPhase1Output = serde_json::from_slice(&json)
             .map_err(|e| invalid(format!("C1 output is not a valid SealCommitPhase1Output: {e}")))?;
         if c1.registered_proof != registered {
