@@ -2,6 +2,8 @@
 //!
 //! - [`assignment`]: synthesis of any bellperson circuit into the contiguous
 //!   layout provers consume (a/b/c evaluations, assignments, density bitmaps).
+//! - [`r1cs`]: the same synthesis from a constraint system recorded once as
+//!   sparse matrices (witness only per proof, then sparse products).
 //! - [`params`]: bellperson/Filecoin `.params` and `.vk` files.
 //! - [`param_cache`]: parameters generated per circuit and cached on disk.
 //! - [`prover`]: the CPU prover with the split `prove_start` / `finish` API.
@@ -18,6 +20,7 @@ pub mod param_cache;
 pub mod params;
 pub mod plan;
 pub mod prover;
+pub mod r1cs;
 pub mod shaped;
 pub mod synthetic;
 pub mod verify;
@@ -30,6 +33,7 @@ pub use prover::{
     finish, proof_to_bytes, prove, prove_start, PendingProof, ProveError, ProveTimings, Randomness,
     PROOF_BYTES,
 };
+pub use r1cs::{CompiledR1cs, R1csError, Witness};
 pub use synthetic::SyntheticCircuit;
 pub use verify::Verifier;
 

@@ -1,0 +1,748 @@
+//! A pre-compiled constraint evaluator: the R1CS of a circuit recorded once
+//! as sparse matrices, then, per proof, only the witness is computed and the
+//! a, b, c evaluations follow by sparse matrix-vector products.
+//!
+//! Why: [`crate::synthesize`] (like bellperson's own prover) builds three
+//! `LinearCombination`s per constraint (heap vectors, sorted inserts) and
+//! evaluates them one term at a time, on one thread, for every partition of
+//! every proof. The constraint system of a circuit id never changes, so all
+//! of that is done once by [`CompiledR1cs::record`]. Per proof,
+//! [`CompiledR1cs::synthesize`] runs the circuit through a constraint system
+//! whose `enforce` does nothing (its linear-combination closures are never
+//! called), then evaluates A, B and C from the stored matrices, in parallel
+//! over rows.
+//!
+//! The result is a [`ProvingAssignment`] equal field for field to what
+//! [`crate::synthesize`] returns for the same circuit, including the trailing
+//! `input_i * 0 = 0` constraints and the density bitmaps (which depend only
+//! on the structure, so they are computed at recording and cloned).
+//!
+//! # Memory
+//!
+//! Each nonzero is 8 bytes (a 32-bit variable index and a 32-bit coefficient
+//! id), against 40 bytes for a `(usize, Scalar)` term of a
+//! `LinearCombination`. Coefficients are stored once each in a table of
+//! distinct values (32 bytes each); ids 0 and 1 are reserved for one and
+//! minus one, the most common coefficients, which are applied without a
+//! multiplication. Each of the three matrices has an 8-byte row offset per
+//! constraint (24 bytes per constraint), and the density bitmaps take one
+//! bit per aux variable (two bitmaps) and per input.
+//! [`CompiledR1cs::memory_bytes`] reports the total.
+
+use crate::assignment::{DensityBitmap, ProvingAssignment};
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+use std::collections::HashMap;
+
+/// Rows evaluated per rayon task at least: a row is a handful of field
+/// operations, so smaller tasks would cost more in scheduling than in work.
+const ROWS_PER_TASK: usize = 4096;
+
+/// Why recording or evaluation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum R1csError {
+    /// The circuit itself failed.
+    #[error("synthesis: {0}")]
+    Synthesis(#[from] SynthesisError),
+    /// A variable index or the coefficient table outgrew the 31/32-bit
+    /// fields of the compact entry.
+    #[error("the circuit is too large for the compiled R1CS: {0}")]
+    TooLarge(String),
+    /// The witness does not have the recorded circuit's shape: the circuit
+    /// is not the one that was recorded.
+    #[error(
+        "the witness has {inputs} inputs and {aux} aux variables, \
+         the recorded circuit {expected_inputs} and {expected_aux}"
+    )]
+    ShapeMismatch {
+        /// Inputs (with the constant one) in the witness.
+        inputs: usize,
+        /// Aux variables in the witness.
+        aux: usize,
+        /// Inputs of the recorded circuit.
+        expected_inputs: usize,
+        /// Aux variables of the recorded circuit.
+        expected_aux: usize,
+    },
+}
+
+/// Coefficient id of one: the term is the variable's value.
+const ONE_ID: u32 = 0;
+/// Coefficient id of minus one: the term is subtracted.
+const MINUS_ONE_ID: u32 = 1;
+/// Marks an input variable in [`Entry::variable`]; aux indices use the other
+/// 31 bits.
+const INPUT_BIT: u32 = 1 << 31;
+
+/// One nonzero of a matrix row, 8 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    /// The aux index, or the input index with [`INPUT_BIT`] set. Inputs and
+    /// aux stay in their own numbering so the witness is used as the circuit
+    /// allocated it, without building one concatenated vector per proof.
+    variable: u32,
+    /// Index into [`CompiledR1cs::coefficients`].
+    coefficient: u32,
+}
+
+impl Entry {
+    /// `None` when the index does not fit in 31 bits.
+    fn new(variable: Index, coefficient: u32) -> Option<Self> {
+        let (index, tag) = match variable {
+            Index::Input(i) => (i, INPUT_BIT),
+            Index::Aux(i) => (i, 0),
+        };
+        let index = u32::try_from(index).ok().filter(|&i| i < INPUT_BIT)?;
+        Some(Self {
+            variable: index | tag,
+            coefficient,
+        })
+    }
+
+    /// The entry's value in the witness.
+    #[inline]
+    fn value(self, inputs: &[Scalar], aux: &[Scalar]) -> Scalar {
+        let index = (self.variable & !INPUT_BIT) as usize;
+        if self.variable & INPUT_BIT != 0 {
+            inputs[index]
+        } else {
+            aux[index]
+        }
+    }
+}
+
+/// A sparse matrix in compressed sparse row form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct SparseMatrix {
+    /// Row `r`'s entries are `entries[row_starts[r]..row_starts[r + 1]]`.
+    row_starts: Vec<usize>,
+    entries: Vec<Entry>,
+}
+
+impl Default for SparseMatrix {
+    fn default() -> Self {
+        Self {
+            row_starts: vec![0],
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl SparseMatrix {
+    fn rows(&self) -> usize {
+        self.row_starts.len() - 1
+    }
+
+    fn row(&self, row: usize) -> &[Entry] {
+        &self.entries[self.row_starts[row]..self.row_starts[row + 1]]
+    }
+
+    /// Closes the row whose entries were pushed since the last call.
+    fn end_row(&mut self) {
+        self.row_starts.push(self.entries.len());
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.row_starts.shrink_to_fit();
+        self.entries.shrink_to_fit();
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.row_starts.capacity() * std::mem::size_of::<usize>()
+            + self.entries.capacity() * std::mem::size_of::<Entry>()
+    }
+}
+
+/// The distinct coefficients of a circuit, each stored once.
+#[derive(Debug)]
+struct CoefficientTable {
+    values: Vec<Scalar>,
+    ids: HashMap<[u8; 32], u32>,
+}
+
+impl CoefficientTable {
+    fn new() -> Self {
+        let mut table = Self {
+            values: Vec::new(),
+            ids: HashMap::new(),
+        };
+        // Ids ONE_ID and MINUS_ONE_ID, in that order.
+        for value in [Scalar::ONE, -Scalar::ONE] {
+            table.id(&value);
+        }
+        table
+    }
+
+    /// The id of `value`, added if new; `None` once ids run out of 32 bits.
+    fn id(&mut self, value: &Scalar) -> Option<u32> {
+        if let Some(&id) = self.ids.get(&value.to_repr()) {
+            return Some(id);
+        }
+        let id = u32::try_from(self.values.len()).ok()?;
+        self.values.push(*value);
+        self.ids.insert(value.to_repr(), id);
+        Some(id)
+    }
+}
+
+/// The R1CS of one circuit, recorded once, evaluated per proof.
+///
+/// Build it with [`record`](Self::record) from any instance of the circuit
+/// (the structure of a circuit does not depend on its witness; bellperson's
+/// parameter generator relies on the same), then call
+/// [`synthesize`](Self::synthesize) on each instance to prove.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompiledR1cs {
+    a: SparseMatrix,
+    b: SparseMatrix,
+    c: SparseMatrix,
+    /// Distinct coefficients; `coefficients[ONE_ID]` is one and
+    /// `coefficients[MINUS_ONE_ID]` minus one.
+    coefficients: Vec<Scalar>,
+    num_inputs: usize,
+    num_aux: usize,
+    a_aux_density: DensityBitmap,
+    b_input_density: DensityBitmap,
+    b_aux_density: DensityBitmap,
+}
+
+/// The values of a circuit's variables, as the circuit allocated them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Witness {
+    /// Public inputs; element 0 is the constant one.
+    pub inputs: Vec<Scalar>,
+    /// Private (auxiliary) variables.
+    pub aux: Vec<Scalar>,
+}
+
+impl CompiledR1cs {
+    /// Records the constraint system of `circuit`.
+    ///
+    /// Variable values are never computed (their closures are not called),
+    /// so a circuit without a witness records as well as one with. The
+    /// constant-one input comes first and one `input_i * 0 = 0` constraint
+    /// per input is appended after the circuit's own, as in
+    /// [`crate::synthesize`].
+    pub fn record<C: Circuit<Scalar>>(circuit: C) -> Result<Self, R1csError> {
+        let mut recorder = Recorder::new();
+        recorder.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        circuit.synthesize(&mut recorder)?;
+        for i in 0..recorder.out.num_inputs {
+            recorder.enforce(
+                || "input independence",
+                |lc| lc + Variable(Index::Input(i)),
+                |lc| lc,
+                |lc| lc,
+            );
+        }
+        recorder.finish()
+    }
+
+    /// Synthesises an instance of the recorded circuit: its witness, then
+    /// a, b and c by sparse products. Equal to [`crate::synthesize`]'s
+    /// result for the same circuit.
+    pub fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<ProvingAssignment, R1csError> {
+        let witness = self.witness(circuit)?;
+        self.assign(witness)
+    }
+
+    /// Runs `circuit` for its variable values only.
+    pub fn witness<C: Circuit<Scalar>>(&self, circuit: C) -> Result<Witness, R1csError> {
+        let mut cs = WitnessOnly {
+            witness: Witness {
+                inputs: Vec::with_capacity(self.num_inputs),
+                aux: Vec::with_capacity(self.num_aux),
+            },
+        };
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        circuit.synthesize(&mut cs)?;
+        Ok(cs.witness)
+    }
+
+    /// The proving assignment of `witness`: A, B and C evaluated at every
+    /// constraint (in parallel over rows), with the witness and the recorded
+    /// density bitmaps. The witness must have the recorded circuit's shape.
+    pub fn assign(&self, witness: Witness) -> Result<ProvingAssignment, R1csError> {
+        if witness.inputs.len() != self.num_inputs || witness.aux.len() != self.num_aux {
+            return Err(R1csError::ShapeMismatch {
+                inputs: witness.inputs.len(),
+                aux: witness.aux.len(),
+                expected_inputs: self.num_inputs,
+                expected_aux: self.num_aux,
+            });
+        }
+        let (inputs, aux) = (&witness.inputs, &witness.aux);
+        let product = |matrix: &SparseMatrix| self.product(matrix, inputs, aux);
+        let (a, (b, c)) = rayon::join(
+            || product(&self.a),
+            || rayon::join(|| product(&self.b), || product(&self.c)),
+        );
+        Ok(ProvingAssignment {
+            a,
+            b,
+            c,
+            input_assignment: witness.inputs,
+            aux_assignment: witness.aux,
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+        })
+    }
+
+    /// `matrix * (inputs, aux)`, reserved at the FFT domain size like
+    /// [`crate::synthesize`]'s vectors, so the prover pads them in place.
+    fn product(&self, matrix: &SparseMatrix, inputs: &[Scalar], aux: &[Scalar]) -> Vec<Scalar> {
+        let rows = matrix.rows();
+        let mut out = Vec::with_capacity(rows.max(1).next_power_of_two());
+        out.par_extend(
+            (0..rows)
+                .into_par_iter()
+                .with_min_len(ROWS_PER_TASK)
+                .map(|row| self.row_value(matrix.row(row), inputs, aux)),
+        );
+        out
+    }
+
+    fn row_value(&self, row: &[Entry], inputs: &[Scalar], aux: &[Scalar]) -> Scalar {
+        let mut acc = Scalar::ZERO;
+        for &entry in row {
+            let value = entry.value(inputs, aux);
+            match entry.coefficient {
+                ONE_ID => acc += value,
+                MINUS_ONE_ID => acc -= value,
+                id => acc += scaled(value, &self.coefficients[id as usize]),
+            }
+        }
+        acc
+    }
+
+    /// Number of constraints, including the per-input ones.
+    pub fn num_constraints(&self) -> usize {
+        self.a.rows()
+    }
+
+    /// Number of inputs, including the constant one.
+    pub fn num_inputs(&self) -> usize {
+        self.num_inputs
+    }
+
+    /// Number of aux variables.
+    pub fn num_aux(&self) -> usize {
+        self.num_aux
+    }
+
+    /// Nonzero coefficients in A, B and C together.
+    pub fn nonzeros(&self) -> usize {
+        self.a.entries.len() + self.b.entries.len() + self.c.entries.len()
+    }
+
+    /// Number of distinct coefficients (one and minus one included).
+    pub fn distinct_coefficients(&self) -> usize {
+        self.coefficients.len()
+    }
+
+    /// Heap bytes held: matrices, coefficient table and density bitmaps.
+    pub fn memory_bytes(&self) -> usize {
+        let bitmaps = [&self.a_aux_density, &self.b_input_density, &self.b_aux_density]
+            .iter()
+            .map(|bitmap| std::mem::size_of_val(bitmap.words()))
+            .sum::<usize>();
+        self.a.heap_bytes()
+            + self.b.heap_bytes()
+            + self.c.heap_bytes()
+            + self.coefficients.capacity() * std::mem::size_of::<Scalar>()
+            + bitmaps
+    }
+}
+
+/// `value * coefficient`, skipping the multiplication when the value is 0 or
+/// 1: the witnesses of SHA-256 and other bit-level gadgets are mostly bits,
+/// and their packing constraints are where the non-unit coefficients are.
+#[inline]
+fn scaled(value: Scalar, coefficient: &Scalar) -> Scalar {
+    if value.is_zero_vartime() {
+        Scalar::ZERO
+    } else if value == Scalar::ONE {
+        *coefficient
+    } else {
+        value * coefficient
+    }
+}
+
+/// The `ConstraintSystem` that records a [`CompiledR1cs`].
+#[derive(Debug)]
+struct Recorder {
+    out: CompiledR1cs,
+    table: CoefficientTable,
+    /// Set when an index or the coefficient table outgrows the entry's
+    /// fields (`enforce` cannot return an error); reported by `finish`.
+    too_large: Option<String>,
+}
+
+impl Recorder {
+    fn new() -> Self {
+        Self {
+            out: CompiledR1cs {
+                a: SparseMatrix::default(),
+                b: SparseMatrix::default(),
+                c: SparseMatrix::default(),
+                coefficients: Vec::new(),
+                num_inputs: 0,
+                num_aux: 0,
+                a_aux_density: DensityBitmap::default(),
+                b_input_density: DensityBitmap::default(),
+                b_aux_density: DensityBitmap::default(),
+            },
+            table: CoefficientTable::new(),
+            too_large: None,
+        }
+    }
+
+    fn finish(mut self) -> Result<CompiledR1cs, R1csError> {
+        if let Some(what) = self.too_large {
+            return Err(R1csError::TooLarge(what));
+        }
+        for matrix in [&mut self.out.a, &mut self.out.b, &mut self.out.c] {
+            matrix.shrink_to_fit();
+        }
+        self.out.coefficients = self.table.values;
+        self.out.coefficients.shrink_to_fit();
+        Ok(self.out)
+    }
+}
+
+/// Appends `lc` as a row of `matrix`, marking each variable with a nonzero
+/// coefficient in the density bitmaps given. Zero coefficients are dropped,
+/// as [`crate::synthesize`] ignores them for both value and density.
+fn push_row(
+    matrix: &mut SparseMatrix,
+    table: &mut CoefficientTable,
+    too_large: &mut Option<String>,
+    lc: &LinearCombination<Scalar>,
+    mut input_density: Option<&mut DensityBitmap>,
+    mut aux_density: Option<&mut DensityBitmap>,
+) {
+    for (variable, coeff) in lc.iter() {
+        if coeff.is_zero_vartime() {
+            continue;
+        }
+        let density = match variable.0 {
+            Index::Input(i) => input_density.as_deref_mut().map(|d| (d, i)),
+            Index::Aux(i) => aux_density.as_deref_mut().map(|d| (d, i)),
+        };
+        if let Some((density, index)) = density {
+            density.set(index);
+        }
+        match table.id(coeff).and_then(|id| Entry::new(variable.0, id)) {
+            Some(entry) => matrix.entries.push(entry),
+            None => {
+                too_large.get_or_insert_with(|| {
+                    format!(
+                        "variable {:?} or coefficient id {} does not fit",
+                        variable.0,
+                        table.values.len()
+                    )
+                });
+            }
+        }
+    }
+    matrix.end_row();
+}
+
+impl ConstraintSystem<Scalar> for Recorder {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let out = &mut self.out;
+        out.a_aux_density.push_zero();
+        out.b_aux_density.push_zero();
+        out.num_aux += 1;
+        Ok(Variable(Index::Aux(out.num_aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let out = &mut self.out;
+        out.b_input_density.push_zero();
+        out.num_inputs += 1;
+        Ok(Variable(Index::Input(out.num_inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let (out, table, too_large) = (&mut self.out, &mut self.table, &mut self.too_large);
+        // The same density rules as `crate::synthesize`: A tracks aux only
+        // (inputs are dense in A through the input constraints), B tracks
+        // both, C has no query of its own.
+        push_row(
+            &mut out.a,
+            table,
+            too_large,
+            &a(LinearCombination::zero()),
+            None,
+            Some(&mut out.a_aux_density),
+        );
+        push_row(
+            &mut out.b,
+            table,
+            too_large,
+            &b(LinearCombination::zero()),
+            Some(&mut out.b_input_density),
+            Some(&mut out.b_aux_density),
+        );
+        push_row(
+            &mut out.c,
+            table,
+            too_large,
+            &c(LinearCombination::zero()),
+            None,
+            None,
+        );
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// A `ConstraintSystem` that computes variable values and nothing else.
+///
+/// bellperson's `WitnessCS` is not used: it declares itself a witness
+/// generator and extensible, which lets gadgets (neptune's optimised Poseidon,
+/// storage-proofs' extendable PoSt synthesis) take allocation paths other
+/// than the ones [`Recorder`] saw, so its witness would not be guaranteed to
+/// line up with the recorded matrices; and its vectors are only reachable by
+/// copying them. This one keeps the default (non-generator, non-extensible)
+/// behaviour, so every gadget allocates exactly as when recording, and it
+/// reserves the recorded sizes up front.
+#[derive(Debug)]
+struct WitnessOnly {
+    witness: Witness,
+}
+
+impl ConstraintSystem<Scalar> for WitnessOnly {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.witness.aux.push(f()?);
+        Ok(Variable(Index::Aux(self.witness.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.witness.inputs.push(f()?);
+        Ok(Variable(Index::Input(self.witness.inputs.len() - 1)))
+    }
+
+    /// The recorded matrices stand for the constraint, so its linear
+    /// combinations are never built.
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{synthesize, SyntheticCircuit};
+    use bellperson::util_cs::{metric_cs::MetricCS, test_cs::TestConstraintSystem, Comparable};
+
+    fn circuit(constraints: usize, inputs: usize, witness_seed: u64) -> SyntheticCircuit {
+        let public = (0..inputs as u64).map(|i| Scalar::from(1000 + i)).collect();
+        SyntheticCircuit::new(constraints, public, witness_seed).unwrap()
+    }
+
+    /// Rows where a * b != c.
+    fn unsatisfied(assignment: &ProvingAssignment) -> Vec<usize> {
+        (0..assignment.a.len())
+            .filter(|&i| assignment.a[i] * assignment.b[i] != assignment.c[i])
+            .collect()
+    }
+
+    #[test]
+    fn equals_synthesize_at_several_sizes() {
+        for (constraints, inputs) in [(4, 1), (100, 3), (1 << 12, 5), (50_000, 16)] {
+            let r1cs = CompiledR1cs::record(circuit(constraints, inputs, 1)).unwrap();
+            assert_eq!(r1cs.num_constraints(), constraints);
+            // One recording serves every witness of the circuit.
+            for seed in [1, 2] {
+                let expected = synthesize(circuit(constraints, inputs, seed), Default::default()).unwrap();
+                let ours = r1cs.synthesize(circuit(constraints, inputs, seed)).unwrap();
+                assert_eq!(ours, expected, "{constraints} constraints, seed {seed}");
+                assert!(unsatisfied(&ours).is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn reserves_the_domain_size_like_synthesize() {
+        let r1cs = CompiledR1cs::record(circuit(1000, 2, 1)).unwrap();
+        let ours = r1cs.synthesize(circuit(1000, 2, 1)).unwrap();
+        for v in [&ours.a, &ours.b, &ours.c] {
+            assert!(v.capacity() >= 1024);
+        }
+    }
+
+    /// Against bellperson's own constraint systems: `TestConstraintSystem`
+    /// (values, satisfaction) and `MetricCS` (the constraints as linear
+    /// combinations), evaluated by bellperson's `LinearCombination::eval`.
+    #[test]
+    fn rows_agree_with_bellpersons_constraint_systems() {
+        let make = || circuit(20_000, 4, 7);
+        let mut test_cs = TestConstraintSystem::<Scalar>::new();
+        make().synthesize(&mut test_cs).unwrap();
+        assert!(test_cs.is_satisfied());
+        let mut metric = MetricCS::<Scalar>::new();
+        make().synthesize(&mut metric).unwrap();
+
+        let r1cs = CompiledR1cs::record(make()).unwrap();
+        let ours = r1cs.synthesize(make()).unwrap();
+        let (inputs, aux) = (test_cs.scalar_inputs(), test_cs.scalar_aux());
+        assert_eq!(ours.input_assignment, inputs);
+        assert_eq!(ours.aux_assignment, aux);
+        let constraints = metric.constraints();
+        assert_eq!(constraints.len() + inputs.len(), ours.a.len());
+        for (row, (a, b, c, name)) in constraints.iter().enumerate() {
+            assert_eq!(ours.a[row], a.eval(&inputs, &aux), "A of {name}");
+            assert_eq!(ours.b[row], b.eval(&inputs, &aux), "B of {name}");
+            assert_eq!(ours.c[row], c.eval(&inputs, &aux), "C of {name}");
+        }
+        // The trailing input constraints: input_i * 0 = 0.
+        for (i, input) in inputs.iter().enumerate() {
+            let row = constraints.len() + i;
+            assert_eq!(
+                (ours.a[row], ours.b[row], ours.c[row]),
+                (*input, Scalar::ZERO, Scalar::ZERO)
+            );
+        }
+    }
+
+    #[test]
+    fn a_changed_witness_value_breaks_some_constraint() {
+        let r1cs = CompiledR1cs::record(circuit(5000, 2, 3)).unwrap();
+        let good = r1cs.witness(circuit(5000, 2, 3)).unwrap();
+        assert!(unsatisfied(&r1cs.assign(good.clone()).unwrap()).is_empty());
+        // By 5, not 1: turning a 0 bit into 1 still satisfies its lone
+        // boolean constraint x * (x - 1) = 0.
+        let change = Scalar::from(5u64);
+        for index in [0, 10, good.aux.len() / 2, good.aux.len() - 1] {
+            let mut bad = good.clone();
+            bad.aux[index] += change;
+            let rows = unsatisfied(&r1cs.assign(bad).unwrap());
+            assert!(!rows.is_empty(), "aux {index} changed, every row still holds");
+        }
+        let mut bad = good;
+        bad.inputs[1] += change;
+        assert!(!unsatisfied(&r1cs.assign(bad).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn a_witness_of_another_shape_is_refused() {
+        let r1cs = CompiledR1cs::record(circuit(1000, 2, 1)).unwrap();
+        let mut witness = r1cs.witness(circuit(1000, 2, 1)).unwrap();
+        witness.aux.pop();
+        assert!(matches!(
+            r1cs.assign(witness),
+            Err(R1csError::ShapeMismatch { .. })
+        ));
+        assert!(matches!(
+            r1cs.synthesize(circuit(2000, 2, 1)),
+            Err(R1csError::ShapeMismatch { .. })
+        ));
+    }
+
+    /// Coefficients: one and minus one get no table entry of their own
+    /// beyond the reserved ids, duplicates are stored once, zero
+    /// coefficients are dropped, and each kind evaluates correctly.
+    #[test]
+    fn coefficient_kinds() {
+        struct Kinds;
+        impl Circuit<Scalar> for Kinds {
+            fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+                let x = cs.alloc(|| "x", || Ok(Scalar::from(5u64)))?;
+                let y = cs.alloc(|| "y", || Ok(Scalar::ONE))?;
+                let z = cs.alloc(|| "z", || Ok(Scalar::ZERO))?;
+                let three = Scalar::from(3u64);
+                // (3x - y + 3z + 0x... ) * (x - x) = 0; B cancels to no terms.
+                cs.enforce(
+                    || "kinds",
+                    |lc| lc + (three, x) - y + (three, z) + (three, y),
+                    |lc| lc + x - x,
+                    |lc| lc,
+                );
+                Ok(())
+            }
+        }
+        let r1cs = CompiledR1cs::record(Kinds).unwrap();
+        // 3 (x, y via 3 - 1 = 2, z): one, minus one, 3, 2.
+        assert_eq!(r1cs.distinct_coefficients(), 4);
+        assert_eq!(r1cs.b.row(0), &[]);
+        assert!(!r1cs.b_aux_density.get(0), "a cancelled term is no density");
+        let ours = r1cs.synthesize(Kinds).unwrap();
+        assert_eq!(ours.a[0], Scalar::from(15u64 + 2));
+        assert_eq!(ours, synthesize(Kinds, Default::default()).unwrap());
+    }
+
+    #[test]
+    fn memory_is_eight_bytes_per_nonzero_plus_rows() {
+        let r1cs = CompiledR1cs::record(circuit(10_000, 3, 1)).unwrap();
+        let rows = 3 * (r1cs.num_constraints() + 1) * std::mem::size_of::<usize>();
+        let table = r1cs.distinct_coefficients() * 32;
+        let bitmaps = (2 * r1cs.num_aux().div_ceil(64) + r1cs.num_inputs().div_ceil(64)) * 8;
+        assert_eq!(r1cs.memory_bytes(), 8 * r1cs.nonzeros() + rows + table + bitmaps);
+    }
+}
