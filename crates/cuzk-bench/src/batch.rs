@@ -2,11 +2,12 @@
 //! an embedded one), each result checked, in the seed's report format.
 
 use crate::client::{Client, Outcome, Submission, Target};
+use crate::observe;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use cuzk_core::{Proof, Verifier, PROOF_BYTES};
 use cuzk_engine::plan::ProofPlan;
-use cuzk_engine::{SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
+use cuzk_engine::{SyntheticSpec, WitnessSource, SYNTHETIC_REGISTERED_PROOF};
 use cuzk_proto::v1 as pb;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -20,6 +21,11 @@ use std::time::{Duration, Instant};
 pub enum ProofType {
     /// The PoRep-shaped synthetic circuit (`--log2` / `--constraints`).
     Synthetic,
+    /// PoRep-shaped witnesses generated without a circuit, proved with a
+    /// shaped parameter file (`--shape porep-32g`, or `--log2` /
+    /// `--constraints`): the full-size pipeline. The proofs cannot verify (no
+    /// setup); the engine checks their points, `--supraseal` their bytes.
+    Shaped,
     /// PoRep C2 from a C1 output (`--c1`).
     Porep,
     /// WinningPoSt from a request file (`--vanilla`, as `cuzk-bench fixtures` writes).
@@ -52,12 +58,18 @@ pub struct ProofArgs {
     /// Exact constraints per partition, overriding --log2 (non-powers of two welcome).
     #[arg(long)]
     pub constraints: Option<usize>,
-    /// Partitions per proof.
-    #[arg(long, default_value_t = 1)]
-    pub partitions: usize,
+    /// Partitions per proof (default 1; 10 with `--shape porep-32g`).
+    #[arg(long)]
+    pub partitions: Option<usize>,
     /// Public inputs per partition.
     #[arg(long, default_value_t = 2)]
     pub inputs: usize,
+    /// `--type shaped`: a production shape, overriding the sizes.
+    #[arg(long, value_enum)]
+    pub shape: Option<crate::gen::ShapeName>,
+    /// `--type shaped`: the seed of the densities the parameter file was made for.
+    #[arg(long, default_value_t = 0)]
+    pub shape_seed: u64,
     /// Priority (default: the proof kind's).
     #[arg(long, value_enum)]
     pub priority: Option<PriorityArg>,
@@ -85,6 +97,15 @@ pub struct BatchArgs {
     /// Proofs in flight at once.
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
+    /// `--type shaped --embedded`: afterwards prove the first N proofs' witnesses
+    /// with supraseal-c2 on the same parameter file (one call per proof), and
+    /// compare speed and bytes.
+    #[arg(long, default_value_t = 0)]
+    pub supraseal: usize,
+    /// Partitions per supraseal-c2 call (default: all of a proof, as
+    /// production; fewer when host memory cannot hold them all).
+    #[arg(long)]
+    pub supraseal_per_call: Option<usize>,
 }
 
 impl ProofArgs {
@@ -92,11 +113,24 @@ impl ProofArgs {
         if self.log2 > 27 {
             bail!("--log2 {} is above 27, the largest partition served", self.log2);
         }
+        let (constraints, inputs, partitions) = match self.shape {
+            Some(crate::gen::ShapeName::Porep32g) => (
+                cuzk_core::shaped::POREP_32G_CONSTRAINTS,
+                cuzk_core::shaped::POREP_32G_INPUTS,
+                10,
+            ),
+            None => (self.constraints.unwrap_or(1usize << self.log2), self.inputs, 1),
+        };
         Ok(SyntheticSpec {
-            constraints: self.constraints.unwrap_or(1usize << self.log2),
-            partitions: self.partitions,
-            inputs: self.inputs,
+            constraints,
+            partitions: self.partitions.unwrap_or(partitions),
+            inputs,
             seed,
+            witness: match self.proof_type {
+                ProofType::Shaped => WitnessSource::Shaped,
+                _ => WitnessSource::Circuit,
+            },
+            shape_seed: self.shape_seed,
         })
     }
 
@@ -110,7 +144,7 @@ impl ProofArgs {
         };
 
         let submission = match self.proof_type {
-            ProofType::Synthetic => {
+            ProofType::Synthetic | ProofType::Shaped => {
                 let spec = self.spec(seed)?;
                 Submission {
                     proof_kind: pb::ProofKind::PorepSealCommit as i32,
@@ -310,7 +344,7 @@ pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
     println!("=== Batch Benchmark ===");
     println!("proof type:  {:?}", proof.proof_type);
     match proof.proof_type {
-        ProofType::Synthetic => println!(
+        ProofType::Synthetic | ProofType::Shaped => println!(
             "constraints: {} x {} partition(s)",
             proof.spec(0)?.constraints,
             plan.partitions()
@@ -330,6 +364,17 @@ pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    if args.supraseal > 0 {
+        if proof.proof_type != ProofType::Shaped || !proof.target.embedded {
+            bail!("--supraseal compares shaped proofs: use --type shaped --embedded");
+        }
+        if !crate::supraseal::AVAILABLE {
+            bail!("--supraseal needs a build with --features supraseal");
+        }
+    }
+    let metrics_before = client.metrics().await.unwrap_or_default();
+    let rss_loaded = observe::proc_status_bytes("VmRSS");
+    let sampler = observe::Sampler::start(client.clone(), Duration::from_millis(200));
     let started = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicUsize::new(0));
@@ -373,11 +418,157 @@ pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
         bar.finish_and_clear();
     }
     let total = started.elapsed();
+    let peaks = sampler.finish().await;
+    let metrics_after = client.metrics().await.unwrap_or_default();
     reports.sort_by_key(|r| r.index);
-    summarize(&reports, total, &proof.target);
+    summarize(&reports, total, &proof);
+    let usage = Usage {
+        metrics_before,
+        metrics_after,
+        wall: total,
+        peaks,
+        rss_loaded: rss_loaded.filter(|_| proof.target.embedded),
+        partition_bytes: plan.partition_bytes(),
+        partitions: plan.partitions() * reports.len(),
+    };
+    usage.print();
     let failed = reports.iter().filter(|r| !is_good(r)).count();
+    if args.supraseal > 0 && failed == 0 {
+        // The engine goes first, so its memory (host and GPU) is free for
+        // supraseal-c2's own copy of the parameters.
+        drop(client);
+        let good = reports.len().max(1) as f64;
+        side_by_side(&args, &reports, total.as_secs_f64() / good)?;
+    }
     if failed > 0 {
         bail!("{failed} of {} proofs failed", reports.len());
+    }
+    Ok(())
+}
+
+/// Resource use of a batch, from metrics and samples.
+struct Usage {
+    metrics_before: String,
+    metrics_after: String,
+    wall: Duration,
+    peaks: observe::Peaks,
+    rss_loaded: Option<u64>,
+    partition_bytes: u64,
+    partitions: usize,
+}
+
+impl Usage {
+    fn print(&self) {
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        let (before, after) = (&self.metrics_before, &self.metrics_after);
+        let phases: Vec<String> = ["synthesis", "prover_queue", "prove_start", "finish"]
+            .iter()
+            .map(|phase| {
+                let (avg, _) = observe::phase_average(before, after, phase);
+                format!("{phase}={avg:.2}s")
+            })
+            .collect();
+        println!("per partition (avg of {}): {}", self.partitions, phases.join(" "));
+        let busy_before = observe::per_device(before, "cuzk_gpu_busy_seconds_total");
+        for (device, busy) in observe::per_device(after, "cuzk_gpu_busy_seconds_total") {
+            let earlier = busy_before.iter().find(|b| b.0 == device).map_or(0.0, |b| b.1);
+            let busy = busy - earlier;
+            println!(
+                "gpu busy:      device {device}: {:.1}% ({busy:.1}s in CUDA regions of {:.1}s wall)",
+                100.0 * busy / self.wall.as_secs_f64(),
+                self.wall.as_secs_f64()
+            );
+        }
+        for (name, used, total) in &self.peaks.vram {
+            println!(
+                "peak VRAM:     device {name}: {:.1} GiB of {:.1} GiB",
+                gib(*used),
+                gib(*total)
+            );
+        }
+        let in_flight = (self.peaks.granted_bytes as f64 / self.partition_bytes.max(1) as f64).ceil();
+        match (self.rss_loaded, observe::proc_status_bytes("VmHWM")) {
+            (Some(loaded), Some(peak)) => {
+                println!(
+                    "host memory:   peak RSS {:.1} GiB; {:.1} GiB with parameters loaded, before the batch",
+                    gib(peak),
+                    gib(loaded)
+                );
+                if in_flight >= 1.0 {
+                    println!(
+                        "               at most {in_flight:.0} partition(s) in flight: {:.1} GiB per partition above the loaded parameters",
+                        gib(peak.saturating_sub(loaded)) / in_flight
+                    );
+                }
+            }
+            _ => println!(
+                "host memory:   the daemon's (not measured from here); at most {in_flight:.0} partition(s) in flight"
+            ),
+        }
+    }
+}
+
+/// supraseal-c2 on the witnesses of the first `--supraseal` proofs, with the
+/// same parameter file and blinding factors: its time per proof, and whether
+/// its bytes equal the engine's.
+fn side_by_side(args: &BatchArgs, reports: &[Report], ours: f64) -> anyhow::Result<()> {
+    let proof = &args.proof;
+    let first = cuzk_engine::plan::ShapedPlan::new(proof.spec(1)?)?;
+    let path = proof
+        .target
+        .param_cache()
+        .join(format!("{}.params", first.circuit_id()));
+    let loaded = Instant::now();
+    let srs = crate::supraseal::Srs::load(&path)?;
+    println!();
+    println!("=== supraseal-c2 0.1.2, same parameter file and witnesses ===");
+    println!("parameters loaded in {:.1}s", loaded.elapsed().as_secs_f64());
+    let mut times = Vec::new();
+    let mut all_same = true;
+    for report in reports.iter().take(args.supraseal) {
+        let plan = cuzk_engine::plan::ShapedPlan::new(proof.spec(report.index as u64 + 1)?)?;
+        let per_call = args.supraseal_per_call.unwrap_or(plan.partitions()).max(1);
+        let partitions: Vec<usize> = (0..plan.partitions()).collect();
+        let (mut bytes, mut proving, mut witness) = (Vec::new(), Duration::ZERO, Duration::ZERO);
+        for chunk in partitions.chunks(per_call) {
+            let t = Instant::now();
+            let assignments = chunk
+                .iter()
+                .map(|&p| plan.synthesize(p))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(anyhow::Error::msg)?;
+            witness += t.elapsed();
+            let (r, s): (Vec<_>, Vec<_>) = chunk.iter().map(|&p| plan.fixed_randomness(p)).unzip();
+            let t = Instant::now();
+            let proofs = srs.prove(&assignments, &r, &s);
+            proving += t.elapsed();
+            bytes.extend(proofs.iter().flat_map(cuzk_core::proof_to_bytes));
+        }
+        let ours = report
+            .outcome
+            .as_ref()
+            .map(|o| o.proof.as_slice())
+            .unwrap_or_default();
+        let same = bytes == ours;
+        all_same &= same;
+        println!(
+            "proof {}: {:.1}s in {} call(s) of {per_call} partition(s) (+{:.1}s generating the witnesses, not counted); bytes equal cuzk's: {same}",
+            report.index,
+            proving.as_secs_f64(),
+            partitions.len().div_ceil(per_call),
+            witness.as_secs_f64()
+        );
+        times.push(proving.as_secs_f64());
+    }
+    let theirs = times.iter().sum::<f64>() / times.len().max(1) as f64;
+    println!(
+        "side by side: cuzk {ours:.1} s/proof ({:.0} proofs/hour, pipelined, witness generation included) vs supraseal-c2 {theirs:.1} s/proof ({:.0} proofs/hour, proving calls only): cuzk {:.2}x",
+        3600.0 / ours,
+        3600.0 / theirs,
+        theirs / ours
+    );
+    if !all_same {
+        bail!("supraseal-c2's proof bytes differ from cuzk's");
     }
     Ok(())
 }
@@ -392,7 +583,8 @@ fn stats(values: &[f64]) -> (f64, f64, f64) {
     (avg, min, max)
 }
 
-fn summarize(reports: &[Report], total: Duration, target: &Target) {
+fn summarize(reports: &[Report], total: Duration, proof: &ProofArgs) {
+    let target = &proof.target;
     let good: Vec<&Report> = reports.iter().filter(|r| is_good(r)).collect();
     let outcomes: Vec<&Outcome> = good.iter().filter_map(|r| r.outcome.as_ref().ok()).collect();
     let walls: Vec<f64> = good.iter().map(|r| r.wall.as_secs_f64()).collect();
@@ -412,10 +604,16 @@ fn summarize(reports: &[Report], total: Duration, target: &Target) {
     println!("wall time:     avg={wall_avg:.1}s min={wall_min:.1}s max={wall_max:.1}s");
     println!("prove time:    avg={prove_avg:.1}s min={prove_min:.1}s max={prove_max:.1}s");
     println!(
-        "throughput:    {:.3} proofs/min ({per_proof:.2}s/proof)",
-        60.0 * good.len() as f64 / total.as_secs_f64()
+        "throughput:    {:.3} proofs/min, {:.1} proofs/hour ({per_proof:.2}s/proof)",
+        60.0 * good.len() as f64 / total.as_secs_f64(),
+        3600.0 * good.len() as f64 / total.as_secs_f64()
     );
-    if locally == good.len() {
+    if proof.proof_type == ProofType::Shaped {
+        println!(
+            "checked:       {} by the engine: points valid (shaped proofs cannot verify: no setup; --supraseal compares bytes)",
+            good.len()
+        );
+    } else if locally == good.len() {
         println!("verified:      {locally}");
     } else {
         println!(

@@ -1,7 +1,7 @@
 //! One interface over the two ways the bench reaches an engine: a daemon
 //! over gRPC (TCP or Unix socket) or an engine in this process.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Args;
 use cuzk_engine::{Engine, EngineConfig};
 use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
@@ -28,6 +28,10 @@ pub struct Target {
     /// Prover workers of the embedded engine.
     #[arg(long, default_value_t = 2)]
     pub prover_workers: usize,
+    /// Memory budget of the embedded engine's partitions in flight, GiB
+    /// (a 2^27 partition needs about 25).
+    #[arg(long, default_value_t = 4)]
+    pub memory_budget_gib: u64,
 }
 
 impl Target {
@@ -64,6 +68,7 @@ impl Client {
                 param_cache,
                 partition_workers: target.partition_workers,
                 gpu_workers_per_device: target.prover_workers,
+                memory_budget: target.memory_budget_gib << 30,
                 ..EngineConfig::default()
             };
             let engine = tokio::task::spawn_blocking(move || Engine::start(config)).await??;
@@ -117,7 +122,7 @@ impl Client {
                 .get_status(pb::GetStatusRequest {})
                 .await?
                 .into_inner()),
-            Client::Embedded(_) => bail!("status is for a daemon; drop --embedded"),
+            Client::Embedded(engine) => Ok(cuzk_daemon::service::to_status_response(engine.status())),
         }
     }
 

@@ -33,9 +33,11 @@ pub struct GenArgs {
     #[arg(long)]
     shape_seed: Option<u64>,
     /// Seed of the points.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = cuzk_core::shaped::SHAPED_POINT_SEED)]
     seed: u64,
-    /// Output file.
+    /// Output file, or a directory (a parameter cache): then the file is
+    /// `<dir>/shaped-v1-n<constraints>-i<inputs>-s<shape seed>.params`,
+    /// where `cuzk-bench batch --type shaped` finds it.
     #[arg(long)]
     out: PathBuf,
     /// Print the shape and size, write nothing.
@@ -44,14 +46,23 @@ pub struct GenArgs {
 }
 
 pub fn run(args: GenArgs) -> anyhow::Result<()> {
-    let shape = match (args.shape, args.log2, args.constraints) {
-        (Some(ShapeName::Porep32g), _, _) => Shape::porep_32g(args.shape_seed.unwrap_or(27)),
-        (None, _, Some(n)) => Shape::of(n, args.inputs, args.shape_seed.unwrap_or(0)),
-        (None, Some(k), None) if k <= 28 => {
-            Shape::of(1 << k, args.inputs, args.shape_seed.unwrap_or(k as u64))
-        }
+    let (constraints, inputs, shape_seed) = match (args.shape, args.log2, args.constraints) {
+        (Some(ShapeName::Porep32g), _, _) => (
+            cuzk_core::shaped::POREP_32G_CONSTRAINTS,
+            cuzk_core::shaped::POREP_32G_INPUTS,
+            args.shape_seed.unwrap_or(27),
+        ),
+        (None, _, Some(n)) => (n, args.inputs, args.shape_seed.unwrap_or(0)),
+        (None, Some(k), None) if k <= 28 => (1 << k, args.inputs, args.shape_seed.unwrap_or(k as u64)),
         (None, Some(k), None) => bail!("--log2 {k} is above 28"),
         (None, None, None) => bail!("give --shape, --log2 or --constraints"),
+    };
+    let shape = Shape::of(constraints, inputs, shape_seed);
+    let out = if args.out.is_dir() {
+        let id = cuzk_core::shaped::shaped_circuit_id(shape.constraints, shape.inputs - 1, shape_seed);
+        args.out.join(format!("{id}.params"))
+    } else {
+        args.out.clone()
     };
     println!(
         "shape: {} constraints, domain 2^{}, sections h={} l={} a={} b={} ic={}",
@@ -65,14 +76,14 @@ pub fn run(args: GenArgs) -> anyhow::Result<()> {
     );
     println!(
         "file:  {} ({:.2} GiB)",
-        args.out.display(),
+        out.display(),
         shape.file_bytes() as f64 / (1u64 << 30) as f64
     );
     if args.dry_run {
         return Ok(());
     }
     let started = Instant::now();
-    write_shaped_parameters(&shape, args.seed, &args.out)?;
+    write_shaped_parameters(&shape, args.seed, &out)?;
     let secs = started.elapsed().as_secs_f64();
     let points = (shape.h + shape.l + shape.a + 2 * shape.b) as f64;
     println!(

@@ -452,7 +452,6 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[cfg(feature = "supraseal")]
 fn supraseal_run(
     path: &std::path::Path,
     assignment: &ProvingAssignment,
@@ -462,39 +461,13 @@ fn supraseal_run(
     ours: [u8; 192],
 ) -> anyhow::Result<(Duration, bool)> {
     let t = Instant::now();
-    let srs = supraseal_c2::SRS::try_new(path.to_path_buf(), false)
-        .map_err(|e| anyhow::anyhow!("{}", String::from(e)))?;
+    let srs = crate::supraseal::Srs::load(path)?;
     println!("supraseal-c2: SRS loaded in {:.1}s", t.elapsed().as_secs_f64());
-    let words = |d: &cuzk_core::DensityBitmap| d.words().as_ptr() as *const usize;
-    let job = supraseal_c2::Assignment::<Scalar> {
-        a_aux_density: words(&assignment.a_aux_density),
-        a_aux_bit_len: assignment.a_aux_density.len(),
-        a_aux_popcount: assignment.a_aux_density.count_ones(),
-        b_inp_density: words(&assignment.b_input_density),
-        b_inp_bit_len: assignment.b_input_density.len(),
-        b_inp_popcount: assignment.b_input_density.count_ones(),
-        b_aux_density: words(&assignment.b_aux_density),
-        b_aux_bit_len: assignment.b_aux_density.len(),
-        b_aux_popcount: assignment.b_aux_density.count_ones(),
-        a: assignment.a.as_ptr(),
-        b: assignment.b.as_ptr(),
-        c: assignment.c.as_ptr(),
-        abc_size: assignment.a.len(),
-        inp_assignment_data: assignment.input_assignment.as_ptr(),
-        inp_assignment_size: assignment.input_assignment.len(),
-        aux_assignment_data: assignment.aux_assignment.as_ptr(),
-        aux_assignment_size: assignment.aux_assignment.len(),
-    };
     let mut times = Vec::new();
     let mut same = false;
     for run in 0..=repeat {
-        let mut proofs = vec![cuzk_core::Proof::<cuzk_core::Bls12> {
-            a: Default::default(),
-            b: Default::default(),
-            c: Default::default(),
-        }];
         let t = Instant::now();
-        supraseal_c2::generate_groth16_proofs(std::slice::from_ref(&job), &[r], &[s], &mut proofs, &srs);
+        let proofs = srs.prove(std::slice::from_ref(assignment), &[r], &[s]);
         let took = t.elapsed();
         same = proof_to_bytes(&proofs[0]) == ours;
         if run > 0 {
@@ -509,16 +482,4 @@ fn supraseal_run(
         ms(median)
     );
     Ok((median, same))
-}
-
-#[cfg(not(feature = "supraseal"))]
-fn supraseal_run(
-    _: &std::path::Path,
-    _: &ProvingAssignment,
-    _: Scalar,
-    _: Scalar,
-    _: usize,
-    _: [u8; 192],
-) -> anyhow::Result<(Duration, bool)> {
-    bail!("built without the supraseal feature")
 }

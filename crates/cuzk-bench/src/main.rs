@@ -7,7 +7,9 @@ mod compare;
 mod fixtures;
 mod gen;
 mod gpu;
+mod observe;
 mod params;
+mod supraseal;
 mod synthesis;
 mod timeline;
 

@@ -2,7 +2,7 @@
 //! The engine schedules by it; proof types (the synthetic circuit, the
 //! Filecoin proofs) implement it.
 
-use crate::{Bls12, Proof, ProvingAssignment, ProvingParameters, Scalar, Verifier};
+use crate::{Bls12, Proof, ProvingAssignment, ProvingParameters, Randomness, Scalar, Verifier};
 
 /// Bytes one partition of `constraints` constraints and `aux` variables
 /// holds while in flight: a/b/c padded to the domain, the assignments, and
@@ -29,6 +29,13 @@ pub trait ProofPlan: Send + Sync + std::fmt::Debug {
     fn synthesize(&self, index: usize) -> Result<ProvingAssignment, String>;
     /// Public inputs of partition `index`, for verification.
     fn public_inputs(&self, index: usize) -> Vec<Scalar>;
+
+    /// The blinding factors r, s of partition `index`: fresh secure
+    /// randomness for every real proof. Only benchmark plans fix them, so
+    /// that another prover's output can be compared byte for byte.
+    fn randomness(&self, _index: usize) -> Randomness {
+        Randomness::Secure
+    }
 
     /// Checks the whole proof before it is reported: by default every
     /// partition against its public inputs with bellperson's verifier.

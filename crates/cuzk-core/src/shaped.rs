@@ -80,26 +80,21 @@ pub struct Shape {
     pub b: usize,
 }
 
+/// Constraints of a 32 GiB PoRep partition (storage-proofs 19.1).
+pub const POREP_32G_CONSTRAINTS: usize = 130_278_541;
+/// Public inputs of a 32 GiB PoRep partition, without the constant one.
+pub const POREP_32G_INPUTS: usize = 327;
+
 impl Shape {
     /// The shape of `shaped_assignment(constraints, inputs, seed)`.
     pub fn of(constraints: usize, inputs: usize, seed: u64) -> Self {
-        let constraints = constraints.max(inputs + 2);
-        let aux_len = constraints - inputs - 1;
-        let (a_aux, b_input, b_aux) = densities(aux_len, inputs, seed);
-        Shape {
-            constraints,
-            inputs: inputs + 1,
-            h: constraints.next_power_of_two() - 1,
-            l: aux_len,
-            a: inputs + 1 + a_aux.count_ones(),
-            b: b_input.count_ones() + b_aux.count_ones(),
-        }
+        ShapedCircuit::new(constraints, inputs, seed).shape()
     }
 
     /// A 32 GiB PoRep partition: 130,278,541 constraints and 328 public
     /// inputs (storage-proofs 19.1), a 2^27 domain.
     pub fn porep_32g(seed: u64) -> Self {
-        Self::of(130_278_541, 327, seed)
+        Self::of(POREP_32G_CONSTRAINTS, POREP_32G_INPUTS, seed)
     }
 
     /// The shape's parameter file size in bytes.
@@ -110,44 +105,137 @@ impl Shape {
     }
 }
 
+/// The circuit-fixed part of a shaped partition: its size and which
+/// variables appear in A and B. Like a real circuit's, it is the same for
+/// every partition of a proof; only the witness values differ.
+#[derive(Clone, Debug)]
+pub struct ShapedCircuit {
+    constraints: usize,
+    inputs: usize,
+    shape_seed: u64,
+    a_aux_density: DensityBitmap,
+    b_input_density: DensityBitmap,
+    b_aux_density: DensityBitmap,
+}
+
+impl ShapedCircuit {
+    /// `constraints` constraints (one aux variable each) and `inputs` public
+    /// inputs plus the constant one; densities drawn from `shape_seed`.
+    pub fn new(constraints: usize, inputs: usize, shape_seed: u64) -> Self {
+        let constraints = constraints.max(inputs + 2);
+        let aux_len = constraints - inputs - 1;
+        let (a_aux_density, b_input_density, b_aux_density) = densities(aux_len, inputs, shape_seed);
+        Self {
+            constraints,
+            inputs,
+            shape_seed,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        }
+    }
+
+    /// Key of its parameter file: `shaped-v1-n<constraints>-i<inputs>-s<shape seed>`.
+    pub fn circuit_id(&self) -> String {
+        shaped_circuit_id(self.constraints, self.inputs, self.shape_seed)
+    }
+
+    /// Section sizes of its parameters.
+    pub fn shape(&self) -> Shape {
+        Shape {
+            constraints: self.constraints,
+            inputs: self.inputs + 1,
+            h: self.constraints.next_power_of_two() - 1,
+            l: self.a_aux_density.len(),
+            a: self.inputs + 1 + self.a_aux_density.count_ones(),
+            b: self.b_input_density.count_ones() + self.b_aux_density.count_ones(),
+        }
+    }
+
+    /// A witness for it (a/b/c random; aux values about 50 % zero, 45 % one,
+    /// 5 % other), deterministic in `value_seed`.
+    pub fn assignment(&self, value_seed: u64) -> ProvingAssignment {
+        let (constraints, seed) = (self.constraints, value_seed);
+        let (a, (b, c)) = rayon::join(
+            || random_scalars(constraints, seed, 1),
+            || {
+                rayon::join(
+                    || random_scalars(constraints, seed, 2),
+                    || random_scalars(constraints, seed, 3),
+                )
+            },
+        );
+        let mut aux = vec![Scalar::ZERO; self.a_aux_density.len()];
+        aux.par_chunks_mut(CHUNK).enumerate().for_each(|(i, part)| {
+            let mut rng = rng(seed, 4, i);
+            for s in part {
+                *s = match rng.gen_range(0..100) {
+                    0..=49 => Scalar::ZERO,
+                    50..=94 => Scalar::ONE,
+                    _ => Scalar::random(&mut rng),
+                };
+            }
+        });
+        let mut input_assignment = vec![Scalar::ONE];
+        input_assignment.extend(self.assignment_inputs(seed));
+        ProvingAssignment {
+            a,
+            b,
+            c,
+            input_assignment,
+            aux_assignment: aux,
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+        }
+    }
+}
+
+impl ShapedCircuit {
+    /// The public inputs (without the constant one) of `assignment(value_seed)`.
+    pub fn assignment_inputs(&self, value_seed: u64) -> Vec<Scalar> {
+        random_scalars(self.inputs, value_seed, 5)
+    }
+}
+
+/// Seed of the points of shaped parameter files written by the engine and
+/// by default by `cuzk-bench gen-srs`.
+pub const SHAPED_POINT_SEED: u64 = 1;
+
+/// The circuit id of a shaped partition (`inputs` without the constant one).
+pub fn shaped_circuit_id(constraints: usize, inputs: usize, shape_seed: u64) -> String {
+    format!("shaped-v1-n{constraints}-i{inputs}-s{shape_seed}")
+}
+
+/// `(constraints, inputs, shape seed)` of a [`shaped_circuit_id`].
+pub fn parse_shaped_circuit_id(id: &str) -> Option<(usize, usize, u64)> {
+    let rest = id.strip_prefix("shaped-v1-n")?;
+    let (n, rest) = rest.split_once("-i")?;
+    let (i, s) = rest.split_once("-s")?;
+    Some((n.parse().ok()?, i.parse().ok()?, s.parse().ok()?))
+}
+
 /// A PoRep-shaped assignment of `constraints` constraints (a/b/c random,
 /// one aux variable per constraint) and `inputs` public inputs plus the
-/// constant one. Deterministic in `seed`.
+/// constant one. Deterministic in `seed` (shape and values).
 pub fn shaped_assignment(constraints: usize, inputs: usize, seed: u64) -> ProvingAssignment {
-    let constraints = constraints.max(inputs + 2);
-    let aux_len = constraints - inputs - 1;
-    let (a, (b, c)) = rayon::join(
-        || random_scalars(constraints, seed, 1),
-        || {
-            rayon::join(
-                || random_scalars(constraints, seed, 2),
-                || random_scalars(constraints, seed, 3),
-            )
-        },
-    );
-    let mut aux = vec![Scalar::ZERO; aux_len];
-    aux.par_chunks_mut(CHUNK).enumerate().for_each(|(i, part)| {
-        let mut rng = rng(seed, 4, i);
-        for s in part {
-            *s = match rng.gen_range(0..100) {
-                0..=49 => Scalar::ZERO,
-                50..=94 => Scalar::ONE,
-                _ => Scalar::random(&mut rng),
-            };
-        }
-    });
-    let mut input_assignment = vec![Scalar::ONE];
-    input_assignment.extend(random_scalars(inputs, seed, 5));
-    let (a_aux_density, b_input_density, b_aux_density) = densities(aux_len, inputs, seed);
-    ProvingAssignment {
-        a,
-        b,
-        c,
-        input_assignment,
-        aux_assignment: aux,
-        a_aux_density,
-        b_input_density,
-        b_aux_density,
+    ShapedCircuit::new(constraints, inputs, seed).assignment(seed)
+}
+
+/// Projective to affine in batches (one field inversion per batch).
+trait BatchNormalize: Curve + Sized {
+    fn normalize_into(points: &[Self], out: &mut [Self::AffineRepr]);
+}
+
+impl BatchNormalize for G1Projective {
+    fn normalize_into(points: &[Self], out: &mut [G1Affine]) {
+        cuzk_sys::g1_batch_normalize(points, out)
+    }
+}
+
+impl BatchNormalize for G2Projective {
+    fn normalize_into(points: &[Self], out: &mut [G2Affine]) {
+        cuzk_sys::g2_batch_normalize(points, out)
     }
 }
 
@@ -155,7 +243,7 @@ pub fn shaped_assignment(constraints: usize, inputs: usize, seed: u64) -> Provin
 /// chunks by repeated addition and normalised in batches.
 fn points<P, A>(count: usize, start: P, step: P) -> Vec<A>
 where
-    P: Group<Scalar = Scalar> + Curve<AffineRepr = A> + Send + Sync,
+    P: Group<Scalar = Scalar> + BatchNormalize<AffineRepr = A> + Send + Sync,
     A: Copy + Default + Send + Sync,
 {
     points_from(0, count, start, step)
@@ -164,7 +252,7 @@ where
 /// Points `first..first + count` of the sequence `start + i * step`.
 fn points_from<P, A>(first: usize, count: usize, start: P, step: P) -> Vec<A>
 where
-    P: Group<Scalar = Scalar> + Curve<AffineRepr = A> + Send + Sync,
+    P: Group<Scalar = Scalar> + BatchNormalize<AffineRepr = A> + Send + Sync,
     A: Copy + Default + Send + Sync,
 {
     let mut out = vec![A::default(); count];
@@ -175,7 +263,7 @@ where
             projective.push(acc);
             acc += step;
         }
-        P::batch_normalize(&projective, part);
+        P::normalize_into(&projective, part);
     });
     out
 }
@@ -275,34 +363,56 @@ pub fn shaped_parameters(assignment: &ProvingAssignment, seed: u64) -> ProvingPa
     }
 }
 
-/// Writes the parameter file of `shape` to `path`, streaming: at most one
-/// batch of points is in memory at a time, so a 32 GiB-PoRep-sized file
-/// (about 47 GB) can be made on a machine with far less memory.
+/// Writes the parameter file of `shape` to `path`, streaming: at most a few
+/// batches of points are in memory at a time, so a 32 GiB-PoRep-sized file
+/// (about 47 GB) can be made on a machine with far less memory. Points are
+/// generated on the caller's thread pool while a writer thread encodes and
+/// writes the previous batch, so generation and disk overlap.
 pub fn write_shaped_parameters(
     shape: &Shape,
     seed: u64,
     path: &std::path::Path,
 ) -> Result<(), crate::ParamsError> {
     const BATCH: usize = 1 << 22;
+    enum Batch {
+        G1(Vec<G1Affine>),
+        G2(Vec<G2Affine>),
+    }
     let source = PointSource::new(seed);
     let mut out = crate::params::StreamingWriter::create(
         path,
         &source.vk(shape),
         [shape.h, shape.l, shape.a, shape.b, shape.b],
     )?;
-    let g1_total = shape.h + shape.l + shape.a + shape.b;
-    let mut first = 0;
-    while first < g1_total {
-        let count = BATCH.min(g1_total - first);
-        out.g1(&source.g1(first, count))?;
-        first += count;
-    }
-    let mut first = 0;
-    while first < shape.b {
-        let count = BATCH.min(shape.b - first);
-        out.g2(&source.g2(first, count))?;
-        first += count;
-    }
+    let out = std::thread::scope(|scope| {
+        let (batches, received) = std::sync::mpsc::sync_channel::<Batch>(1);
+        let writer = scope.spawn(move || {
+            for batch in received {
+                match batch {
+                    Batch::G1(points) => out.g1(&points)?,
+                    Batch::G2(points) => out.g2(&points)?,
+                }
+            }
+            Ok::<_, crate::ParamsError>(out)
+        });
+        let g1_total = shape.h + shape.l + shape.a + shape.b;
+        let g1 = (0..g1_total).step_by(BATCH).map(|first| {
+            let count = BATCH.min(g1_total - first);
+            Batch::G1(source.g1(first, count))
+        });
+        let g2 = (0..shape.b).step_by(BATCH).map(|first| {
+            let count = BATCH.min(shape.b - first);
+            Batch::G2(source.g2(first, count))
+        });
+        for batch in g1.chain(g2) {
+            // A closed channel means the writer failed: its error is below.
+            if batches.send(batch).is_err() {
+                break;
+            }
+        }
+        drop(batches);
+        writer.join().expect("the writer thread does not panic")
+    })?;
     out.finish()
 }
 

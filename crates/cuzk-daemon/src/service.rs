@@ -183,50 +183,7 @@ impl ProvingEngine for Service {
         &self,
         _: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::GetStatusResponse>, Status> {
-        let status = self.engine.status();
-        Ok(Response::new(pb::GetStatusResponse {
-            gpus: status
-                .devices
-                .into_iter()
-                .map(|d| pb::GpuStatus {
-                    ordinal: d.ordinal,
-                    name: d.name,
-                    vram_total_bytes: d.vram_total_bytes,
-                    vram_free_bytes: d.vram_free_bytes,
-                    current_job_id: d.current_job_id,
-                    current_proof_kind: d.current_proof_kind,
-                })
-                .collect(),
-            loaded_srs: status
-                .srs
-                .into_iter()
-                .map(|s| pb::SrsStatus {
-                    circuit_id: s.circuit_id,
-                    tier: match s.tier {
-                        Tier::Hot => pb::srs_status::Tier::Hot,
-                        Tier::Warm => pb::srs_status::Tier::Warm,
-                        Tier::Cold => pb::srs_status::Tier::Cold,
-                    } as i32,
-                    size_bytes: s.size_bytes,
-                    ref_count: s.ref_count,
-                })
-                .collect(),
-            queues: status
-                .queues
-                .into_iter()
-                .map(|q| pb::QueueStatus {
-                    proof_kind: q.kind.name().to_string(),
-                    pending: q.pending,
-                    in_progress: q.in_progress,
-                })
-                .collect(),
-            total_proofs_completed: status.completed,
-            total_proofs_failed: status.failed,
-            uptime_seconds: status.uptime.as_secs(),
-            // No pinned host memory without a GPU backend; report the budget.
-            pinned_memory_bytes: status.memory_used,
-            pinned_memory_limit_bytes: status.memory_budget,
-        }))
+        Ok(Response::new(to_status_response(self.engine.status())))
     }
 
     async fn get_metrics(
@@ -270,5 +227,52 @@ impl ProvingEngine for Service {
             was_loaded,
             freed_bytes,
         }))
+    }
+}
+
+/// The wire form of the engine's status (shared with the bench's embedded engine).
+pub fn to_status_response(status: cuzk_engine::EngineStatus) -> pb::GetStatusResponse {
+    pb::GetStatusResponse {
+        gpus: status
+            .devices
+            .into_iter()
+            .map(|d| pb::GpuStatus {
+                ordinal: d.ordinal,
+                name: d.name,
+                vram_total_bytes: d.vram_total_bytes,
+                vram_free_bytes: d.vram_free_bytes,
+                current_job_id: d.current_job_id,
+                current_proof_kind: d.current_proof_kind,
+            })
+            .collect(),
+        loaded_srs: status
+            .srs
+            .into_iter()
+            .map(|s| pb::SrsStatus {
+                circuit_id: s.circuit_id,
+                tier: match s.tier {
+                    Tier::Hot => pb::srs_status::Tier::Hot,
+                    Tier::Warm => pb::srs_status::Tier::Warm,
+                    Tier::Cold => pb::srs_status::Tier::Cold,
+                } as i32,
+                size_bytes: s.size_bytes,
+                ref_count: s.ref_count,
+            })
+            .collect(),
+        queues: status
+            .queues
+            .into_iter()
+            .map(|q| pb::QueueStatus {
+                proof_kind: q.kind.name().to_string(),
+                pending: q.pending,
+                in_progress: q.in_progress,
+            })
+            .collect(),
+        total_proofs_completed: status.completed,
+        total_proofs_failed: status.failed,
+        uptime_seconds: status.uptime.as_secs(),
+        // No pinned host memory without a GPU backend; report the budget.
+        pinned_memory_bytes: status.memory_used,
+        pinned_memory_limit_bytes: status.memory_budget,
     }
 }

@@ -21,6 +21,7 @@ fn spec(constraints: usize, partitions: usize, seed: u64) -> SyntheticSpec {
         partitions,
         inputs: 2,
         seed,
+        ..SyntheticSpec::default()
     }
 }
 

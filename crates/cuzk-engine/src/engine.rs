@@ -9,7 +9,7 @@ use crate::srs::{SrsManager, SrsStatus};
 use crate::timeline;
 use crate::EngineError;
 use cuzk_core::gpu::{GpuOutcome, GpuProver};
-use cuzk_core::{finish, proof_to_bytes, prove_start, ParameterCache, PendingProof, Randomness};
+use cuzk_core::{finish, proof_to_bytes, prove_start, ParameterCache, PendingProof};
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -679,16 +679,17 @@ fn prover_worker(shared: &Shared, device: usize, name: &str, finished: mpsc::Sen
         *lock(&shared.devices[device].current) = Some((job.id.clone(), job.kind));
         timeline::event("prover_start", &job.id, partition, name);
         let started = Instant::now();
+        let randomness = job.plan.randomness(partition);
         let pending = match &shared.gpu {
-            Some(gpu) => match gpu.prove_start(device, assignment, &params, Randomness::Secure) {
+            Some(gpu) => match gpu.prove_start(device, assignment, &params, randomness) {
                 GpuOutcome::Started(pending) => Ok(pending),
                 GpuOutcome::Failed(e) => Err(e),
                 GpuOutcome::Fallback { reason, assignment } => {
                     tracing::warn!(job = %job.id, partition, %reason, "GPU could not prove; using the CPU backend for this partition");
-                    prove_start(assignment, &params, Randomness::Secure)
+                    prove_start(assignment, &params, randomness)
                 }
             },
-            None => prove_start(assignment, &params, Randomness::Secure),
+            None => prove_start(assignment, &params, randomness),
         };
         // The a/b/c vectors are gone: give the memory back now, before the
         // G2 MSM and epilogue, so the next partition can be synthesised.
@@ -696,6 +697,13 @@ fn prover_worker(shared: &Shared, device: usize, name: &str, finished: mpsc::Sen
         match &pending {
             Ok(p) => {
                 let t = p.timings();
+                if !t.gpu_region.is_zero() {
+                    shared
+                        .metrics
+                        .gpu_busy_seconds
+                        .with_label_values(&[&device.to_string()])
+                        .inc_by(t.gpu_region.as_secs_f64());
+                }
                 timeline::event_with(
                     "prover_gpu_end",
                     &job.id,

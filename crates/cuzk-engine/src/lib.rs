@@ -21,7 +21,7 @@ mod timeline;
 pub use engine::{DeviceStatus, Engine, EngineConfig, EngineStatus, KindQueue, SubmitOutcome};
 pub use job::{JobResult, JobStatus};
 pub use request::{
-    Priority, ProofKind, ProofRequest, SectorFields, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF,
+    Priority, ProofKind, ProofRequest, SectorFields, SyntheticSpec, WitnessSource, SYNTHETIC_REGISTERED_PROOF,
 };
 pub use srs::{SrsStatus, Tier};
 

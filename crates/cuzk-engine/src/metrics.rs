@@ -1,7 +1,8 @@
 //! Prometheus metrics of the engine.
 
 use prometheus::{
-    Encoder, Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    CounterVec, Encoder, Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
 };
 
 /// The engine's metrics, registered in their own registry.
@@ -12,6 +13,7 @@ pub struct Metrics {
     pub(crate) finished: IntCounterVec,
     pub(crate) job_seconds: HistogramVec,
     pub(crate) phase_seconds: HistogramVec,
+    pub(crate) gpu_busy_seconds: CounterVec,
     pub(crate) budget_bytes: IntGauge,
     pub(crate) budget_used_bytes: IntGauge,
     pub(crate) dispatch_queue: IntGauge,
@@ -43,12 +45,21 @@ impl Metrics {
             &["phase"],
         )
         .unwrap();
+        let gpu_busy_seconds = CounterVec::new(
+            Opts::new(
+                "gpu_busy_seconds_total",
+                "Seconds each GPU spent in CUDA regions (its busy time; divide by wall time for the busy fraction)",
+            ),
+            &["device"],
+        )
+        .unwrap();
         let gauge = |name: &str, help: &str| IntGauge::new(name, help).unwrap();
         let metrics = Self {
             submitted,
             finished,
             job_seconds,
             phase_seconds,
+            gpu_busy_seconds,
             budget_bytes: gauge("memory_budget_bytes", "Memory budget for partitions in flight"),
             budget_used_bytes: gauge(
                 "memory_budget_used_bytes",
@@ -68,6 +79,7 @@ impl Metrics {
         r.register(Box::new(metrics.finished.clone())).unwrap();
         r.register(Box::new(metrics.job_seconds.clone())).unwrap();
         r.register(Box::new(metrics.phase_seconds.clone())).unwrap();
+        r.register(Box::new(metrics.gpu_busy_seconds.clone())).unwrap();
         r.register(Box::new(metrics.budget_bytes.clone())).unwrap();
         r.register(Box::new(metrics.budget_used_bytes.clone())).unwrap();
         r.register(Box::new(metrics.dispatch_queue.clone())).unwrap();

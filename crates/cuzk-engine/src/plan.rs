@@ -1,8 +1,14 @@
 //! How a request becomes partitions: a [`ProofPlan`] per proof type.
 
-use crate::request::{ProofKind, ProofRequest, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
+use crate::request::{ProofKind, ProofRequest, SyntheticSpec, WitnessSource, SYNTHETIC_REGISTERED_PROOF};
 use crate::EngineError;
-use cuzk_core::{synthesize, ProvingAssignment, Scalar, SyntheticCircuit};
+use cuzk_core::shaped::ShapedCircuit;
+use cuzk_core::{
+    synthesize, Bls12, Proof, ProvingAssignment, ProvingParameters, Randomness, Scalar, SyntheticCircuit,
+};
+use group::prime::PrimeCurveAffine;
+use rand::SeedableRng;
+use std::sync::OnceLock;
 
 pub use cuzk_core::ProofPlan;
 
@@ -19,7 +25,11 @@ pub use cuzk_core::plan::partition_bytes;
 /// Builds the plan for `request`.
 pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, EngineError> {
     if request.registered_proof == SYNTHETIC_REGISTERED_PROOF {
-        return Ok(Box::new(SyntheticPlan::from_request(request)?));
+        let plan = SyntheticPlan::from_request(request)?;
+        return Ok(match plan.spec.witness {
+            WitnessSource::Circuit => Box::new(plan),
+            WitnessSource::Shaped => Box::new(ShapedPlan::new(plan.spec)?),
+        });
     }
     if request.vanilla_proof.is_empty() && request.vanilla_proofs.is_empty() {
         return Err(EngineError::InvalidArgument(format!(
@@ -138,5 +148,109 @@ impl ProofPlan for SyntheticPlan {
         (0..self.spec.inputs)
             .map(|i| Scalar::from(base.wrapping_add(i as u64)))
             .collect()
+    }
+}
+
+/// Partitions of PoRep shape with generated witnesses (no circuit), proved
+/// with a shaped parameter file (`cuzk-bench gen-srs`): the full-size GPU
+/// path and pipeline, measurable without a 32 GiB sector or its setup.
+///
+/// Such proofs cannot pass a Groth16 verifier (the parameters come from no
+/// setup), so [`ShapedPlan::verify`] checks only that every proof is made of
+/// valid subgroup points. Their correctness is established elsewhere: the
+/// blinding factors are fixed per partition so that `cuzk-bench batch
+/// --supraseal` compares the bytes with supraseal-c2's for the same
+/// witness, and `cuzk-bench gpu-check` compares the GPU prover with the CPU
+/// prover and the verifier.
+#[derive(Debug)]
+pub struct ShapedPlan {
+    spec: SyntheticSpec,
+    /// Densities: drawn once (about a second at full size), shared by all
+    /// partitions.
+    circuit: OnceLock<ShapedCircuit>,
+}
+
+impl ShapedPlan {
+    /// Checks `spec`'s bounds (those of synthetic requests).
+    pub fn new(spec: SyntheticSpec) -> Result<Self, EngineError> {
+        let spec = SyntheticPlan::new(spec)?.spec;
+        Ok(Self {
+            spec,
+            circuit: OnceLock::new(),
+        })
+    }
+
+    fn circuit(&self) -> &ShapedCircuit {
+        self.circuit
+            .get_or_init(|| ShapedCircuit::new(self.spec.constraints, self.spec.inputs, self.spec.shape_seed))
+    }
+
+    /// The witness seed of partition `index`.
+    pub fn value_seed(&self, index: usize) -> u64 {
+        self.spec.seed.wrapping_mul(1 << 20).wrapping_add(index as u64)
+    }
+
+    /// The fixed blinding factors of partition `index`.
+    pub fn fixed_randomness(&self, index: usize) -> (Scalar, Scalar) {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.value_seed(index));
+        (
+            <Scalar as ff::Field>::random(&mut rng),
+            <Scalar as ff::Field>::random(&mut rng),
+        )
+    }
+}
+
+impl ProofPlan for ShapedPlan {
+    fn circuit_id(&self) -> String {
+        cuzk_core::shaped::shaped_circuit_id(self.spec.constraints, self.spec.inputs, self.spec.shape_seed)
+    }
+
+    fn partitions(&self) -> usize {
+        self.spec.partitions
+    }
+
+    fn partition_bytes(&self) -> u64 {
+        partition_bytes(self.spec.constraints, self.spec.constraints)
+    }
+
+    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, String> {
+        Ok(self.circuit().assignment(self.value_seed(index)))
+    }
+
+    fn public_inputs(&self, index: usize) -> Vec<Scalar> {
+        self.circuit().assignment_inputs(self.value_seed(index))
+    }
+
+    fn randomness(&self, index: usize) -> Randomness {
+        let (r, s) = self.fixed_randomness(index);
+        Randomness::Fixed { r, s }
+    }
+
+    fn verify(&self, _params: &ProvingParameters, proofs: &[Proof<Bls12>]) -> Result<(), String> {
+        if proofs.len() != self.spec.partitions {
+            return Err(format!(
+                "{} partition proofs for {} partitions",
+                proofs.len(),
+                self.spec.partitions
+            ));
+        }
+        for (index, proof) in proofs.iter().enumerate() {
+            let valid = |identity: bool, torsion_free: bool| !identity && torsion_free;
+            if !valid(
+                bool::from(proof.a.is_identity()),
+                bool::from(proof.a.is_torsion_free()),
+            ) || !valid(
+                bool::from(proof.b.is_identity()),
+                bool::from(proof.b.is_torsion_free()),
+            ) || !valid(
+                bool::from(proof.c.is_identity()),
+                bool::from(proof.c.is_torsion_free()),
+            ) {
+                return Err(format!(
+                    "partition {index}: shaped proof has a point at infinity or outside the subgroup"
+                ));
+            }
+        }
+        Ok(())
     }
 }

@@ -115,6 +115,25 @@ pub struct SyntheticSpec {
     pub inputs: usize,
     /// Witness seed; partition p uses `seed + p`.
     pub seed: u64,
+    /// Where the witness comes from.
+    pub witness: WitnessSource,
+    /// Shaped witnesses: seed of the A/B densities (the "circuit"), which
+    /// the parameter file `shaped-v1-n<constraints>-i<inputs>-s<shape_seed>`
+    /// was made for.
+    pub shape_seed: u64,
+}
+
+/// How a synthetic request's partitions get their witness.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WitnessSource {
+    /// Synthesised from cuzk's synthetic circuit (proofs verify).
+    #[default]
+    Circuit,
+    /// Generated directly in the shape of a PoRep partition, without a
+    /// circuit (`cuzk_core::shaped`), to measure the proving pipeline at full
+    /// size. The proofs cannot verify: no setup stands behind the parameters.
+    Shaped,
 }
 
 impl SyntheticSpec {
@@ -131,6 +150,8 @@ impl Default for SyntheticSpec {
             partitions: 1,
             inputs: 2,
             seed: 1,
+            witness: WitnessSource::Circuit,
+            shape_seed: 0,
         }
     }
 }

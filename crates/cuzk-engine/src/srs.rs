@@ -3,6 +3,7 @@
 //! idle under memory pressure.
 
 use crate::EngineError;
+use cuzk_core::shaped::{parse_shaped_circuit_id, write_shaped_parameters, ShapedCircuit, SHAPED_POINT_SEED};
 use cuzk_core::{CacheOutcome, ParameterCache, PointCheck, ProvingParameters, SyntheticCircuit};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -133,7 +134,10 @@ impl SrsManager {
     /// or a synthetic circuit's, generated on demand), so a request for
     /// missing parameters is refused at submission, naming the file.
     pub fn check_available(&self, circuit_id: &str) -> Result<(), EngineError> {
-        if self.is_resident(circuit_id) || SyntheticCircuit::parse_circuit_id(circuit_id).is_some() {
+        if self.is_resident(circuit_id)
+            || SyntheticCircuit::parse_circuit_id(circuit_id).is_some()
+            || parse_shaped_circuit_id(circuit_id).is_some()
+        {
             return Ok(());
         }
         let path = self.cache.params_path(circuit_id);
@@ -239,6 +243,37 @@ impl SrsManager {
         out
     }
 
+    /// A shaped parameter file (`cuzk-bench gen-srs`), written here first if
+    /// it is missing. Its points are checked to be on the curve but not for
+    /// the subgroup: at full size (430 M points) that check alone would take
+    /// many minutes, and only this machine's generator writes such files.
+    fn load_shaped(
+        &self,
+        circuit_id: &str,
+        circuit: ShapedCircuit,
+    ) -> Result<ProvingParameters, EngineError> {
+        let path = self.cache.params_path(circuit_id);
+        if !path.exists() {
+            let started = Instant::now();
+            write_shaped_parameters(&circuit.shape(), SHAPED_POINT_SEED, &path)
+                .map_err(|e| EngineError::Srs(e.to_string()))?;
+            tracing::info!(
+                circuit_id,
+                seconds = started.elapsed().as_secs_f64(),
+                "generated shaped parameters"
+            );
+        }
+        let params = ProvingParameters::read(&path, PointCheck::SkipSubgroup)
+            .map_err(|e| EngineError::Srs(e.to_string()))?;
+        if params.h.len() != circuit.shape().h || params.l.len() != circuit.shape().l {
+            return Err(EngineError::Srs(format!(
+                "{} does not have the sections of {circuit_id}",
+                path.display()
+            )));
+        }
+        Ok(params)
+    }
+
     fn load(&self, circuit_id: &str) -> Result<ProvingParameters, EngineError> {
         let started = Instant::now();
         let params = if let Some((constraints, inputs)) = SyntheticCircuit::parse_circuit_id(circuit_id) {
@@ -256,6 +291,8 @@ impl SrsManager {
                 );
             }
             params
+        } else if let Some((constraints, inputs, shape_seed)) = parse_shaped_circuit_id(circuit_id) {
+            self.load_shaped(circuit_id, ShapedCircuit::new(constraints, inputs, shape_seed))?
         } else {
             let path = self.cache.params_path(circuit_id);
             if !path.exists() {

@@ -39,6 +39,7 @@ fn spec(constraints: usize, partitions: usize, seed: u64) -> SyntheticSpec {
         partitions,
         inputs: 2,
         seed,
+        ..SyntheticSpec::default()
     }
 }
 
@@ -432,4 +433,78 @@ fn idle_parameters_are_evicted_under_memory_pressure() {
         size_of(&status, &id((1 << 10) - 1)).unwrap().0,
         cuzk_engine::Tier::Cold
     );
+}
+
+/// Shaped partitions (generated witnesses, no circuit): the engine writes
+/// the shaped parameter file on first use, proves every partition with the
+/// plan's witness and fixed blinding factors (so the bytes are exactly those
+/// of a direct proof, which is what `cuzk-bench batch --supraseal` compares
+/// with supraseal-c2), and its structural check rejects a broken proof.
+#[test]
+fn shaped_partitions_prove_with_the_plans_witness_and_randomness() {
+    use cuzk_core::shaped::{Shape, ShapedCircuit};
+    use cuzk_core::ProofPlan;
+    use cuzk_engine::plan::ShapedPlan;
+    use cuzk_engine::WitnessSource;
+
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::start(config(dir.path())).unwrap();
+    let shaped = SyntheticSpec {
+        constraints: 3000,
+        partitions: 3,
+        inputs: 4,
+        seed: 5,
+        witness: WitnessSource::Shaped,
+        shape_seed: 9,
+    };
+    let rt = runtime();
+    let run = |spec: &SyntheticSpec| {
+        let id = engine.submit(request(spec.clone(), None)).unwrap().job_id;
+        rt.block_on(engine.wait(&id, Some(Duration::from_secs(300))))
+            .unwrap()
+    };
+    let result = run(&shaped);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    assert_eq!(result.proof.len(), 3 * PROOF_BYTES);
+
+    let plan = ShapedPlan::new(shaped.clone()).unwrap();
+    let path = dir.path().join(format!("{}.params", plan.circuit_id()));
+    assert_eq!(plan.circuit_id(), "shaped-v1-n3000-i4-s9");
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        Shape::of(3000, 4, 9).file_bytes()
+    );
+    let params = Arc::new(cuzk_core::ProvingParameters::read(&path, cuzk_core::PointCheck::Full).unwrap());
+    let circuit = ShapedCircuit::new(3000, 4, 9);
+    let mut proofs = Vec::new();
+    for (index, chunk) in result.proof.chunks(PROOF_BYTES).enumerate() {
+        let (r, s) = plan.fixed_randomness(index);
+        let assignment = circuit.assignment(plan.value_seed(index));
+        assert_eq!(&assignment.input_assignment[1..], &plan.public_inputs(index)[..]);
+        let (direct, _) =
+            cuzk_core::prove(assignment, &params, cuzk_core::Randomness::Fixed { r, s }).unwrap();
+        assert_eq!(
+            chunk,
+            &cuzk_core::proof_to_bytes(&direct)[..],
+            "partition {index}"
+        );
+        proofs.push(direct);
+    }
+    // Partitions differ from each other, and the check can fail.
+    assert_ne!(
+        result.proof[..PROOF_BYTES],
+        result.proof[PROOF_BYTES..2 * PROOF_BYTES]
+    );
+    plan.verify(&params, &proofs).unwrap();
+    proofs[1].a = <blstrs::G1Affine as group::prime::PrimeCurveAffine>::identity();
+    assert!(plan.verify(&params, &proofs).unwrap_err().contains("partition 1"));
+    assert!(plan.verify(&params, &proofs[..2]).is_err());
+
+    // Out-of-range sizes are refused like synthetic ones.
+    let too_big = SyntheticSpec {
+        constraints: (1 << 27) + 1,
+        ..shaped.clone()
+    };
+    let err = engine.submit(request(too_big, None)).unwrap_err();
+    assert!(matches!(err, EngineError::InvalidArgument(_)), "{err:?}");
 }

@@ -110,6 +110,37 @@ pub fn g2_msm(points: &[G2Affine], scalars: &[u8]) -> Result<G2Projective, Lengt
     Ok(g2_from_blst(g2_affines(points).mult(scalars, SCALAR_BITS)))
 }
 
+/// Converts projective G1 points to affine with one field inversion for the
+/// whole batch (blst's `blst_p1s_to_affine`, Montgomery's trick), on the
+/// calling thread. blstrs has no batch conversion of its own (`group`'s
+/// default inverts once per point, about ten times slower), and generating
+/// full-size synthetic parameters is dominated by this step.
+///
+/// Panics if the slices differ in length.
+pub fn g1_batch_normalize(points: &[G1Projective], out: &mut [G1Affine]) {
+    assert_eq!(points.len(), out.len(), "g1_batch_normalize: length mismatch");
+    if points.is_empty() {
+        return;
+    }
+    // blst reads `points` as one contiguous array when the second entry of
+    // the pointer list is null.
+    let list: [*const blst_p1; 2] = [points.as_ptr().cast(), std::ptr::null()];
+    // SAFETY: the layouts match (checked above); `out` has room for
+    // `points.len()` affine points and blst writes exactly that many.
+    unsafe { blst::blst_p1s_to_affine(out.as_mut_ptr().cast(), list.as_ptr(), points.len()) }
+}
+
+/// [`g1_batch_normalize`] on G2.
+pub fn g2_batch_normalize(points: &[G2Projective], out: &mut [G2Affine]) {
+    assert_eq!(points.len(), out.len(), "g2_batch_normalize: length mismatch");
+    if points.is_empty() {
+        return;
+    }
+    let list: [*const blst_p2; 2] = [points.as_ptr().cast(), std::ptr::null()];
+    // SAFETY: as in g1_batch_normalize.
+    unsafe { blst::blst_p2s_to_affine(out.as_mut_ptr().cast(), list.as_ptr(), points.len()) }
+}
+
 /// Sum of G1 points with blst's batch-affine addition (multi-threaded).
 pub fn g1_sum(points: &[G1Affine]) -> G1Projective {
     if points.is_empty() {
@@ -133,6 +164,27 @@ mod tests {
     use ff::Field;
     use group::Curve;
     use rand::SeedableRng;
+
+    #[test]
+    fn batch_normalize_matches_to_affine() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let g1: Vec<G1Projective> = (0..1000)
+            .map(|i| {
+                if i == 500 {
+                    G1Projective::identity()
+                } else {
+                    G1Projective::random(&mut rng)
+                }
+            })
+            .collect();
+        let mut out = vec![G1Affine::default(); g1.len()];
+        g1_batch_normalize(&g1, &mut out);
+        assert!(g1.iter().zip(&out).all(|(p, a)| p.to_affine() == *a));
+        let g2: Vec<G2Projective> = (0..100).map(|_| G2Projective::random(&mut rng)).collect();
+        let mut out = vec![G2Affine::default(); g2.len()];
+        g2_batch_normalize(&g2, &mut out);
+        assert!(g2.iter().zip(&out).all(|(p, a)| p.to_affine() == *a));
+    }
 
     fn scalar_bytes(scalars: &[Scalar]) -> Vec<u8> {
         scalars.iter().flat_map(|s| s.to_bytes_le()).collect()
