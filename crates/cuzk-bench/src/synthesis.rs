@@ -2,6 +2,14 @@
 //! against bellperson's own (the synthesis filecoin-proofs' C2 runs), on the
 //! same C1 output, side by side in one run.
 //!
+//! cuzk is measured twice: `cuzk_core::synthesize` (a constraint system that
+//! evaluates every linear combination as it goes), and the pre-compiled
+//! evaluator (`CompiledR1cs`, what the Filecoin plans use unless
+//! `CUZK_R1CS=off`): the witness alone, then a, b, c by sparse products over
+//! all cores. The evaluator's one-time recording is timed and reported
+//! apart, with the compiled R1CS's size. The evaluator's output is checked
+//! equal to `cuzk_core::synthesize`'s.
+//!
 //! bellperson keeps its synthesis private; it times it itself and logs
 //! "synthesis time: <duration>" from `create_proof`, which this command
 //! captures with a `log` logger of its own (so it runs without the tracing
@@ -103,15 +111,48 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
     let circuit_id = cuzk_core::ProofPlan::circuit_id(&plan);
     println!("circuit: {circuit_id} (partition 0)");
 
-    // cuzk: the engine's synthesis of partition 0.
+    let circuit = || plan.circuit(0).map_err(anyhow::Error::msg);
+
+    // cuzk: `cuzk_core::synthesize` of partition 0 (building the circuit
+    // from the C1 included, as in the plans).
+    let hint = cuzk_core::SizeHint {
+        constraints: cuzk_filecoin::constraints::porep(size),
+        inputs: 0,
+        aux: cuzk_filecoin::constraints::porep(size),
+    };
     let mut ours = Vec::new();
-    let mut constraints = 0;
+    let mut reference = None;
     for _ in 0..args.repeat {
         let started = Instant::now();
-        let assignment = cuzk_core::ProofPlan::synthesize(&plan, 0).map_err(anyhow::Error::msg)?;
+        let assignment = cuzk_core::synthesize(circuit()?, hint)?;
         ours.push(started.elapsed());
-        constraints = assignment.a.len();
+        reference = Some(assignment);
     }
+    let reference = reference.expect("repeat is at least 1");
+    let constraints = reference.a.len();
+
+    // cuzk: the pre-compiled evaluator, recorded once, then witness and
+    // sparse products per run (the circuit's construction counted in the
+    // witness, as above).
+    let started = Instant::now();
+    let r1cs = cuzk_core::CompiledR1cs::record(circuit()?)?;
+    let record = started.elapsed();
+    let (mut evaluated, mut witness_times, mut product_times) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..args.repeat {
+        let started = Instant::now();
+        let witness = r1cs.witness(circuit()?)?;
+        let witnessed = started.elapsed();
+        let assignment = r1cs.assign(witness)?;
+        let total = started.elapsed();
+        evaluated.push(total);
+        witness_times.push(witnessed);
+        product_times.push(total - witnessed);
+        anyhow::ensure!(
+            assignment == reference,
+            "the evaluator's assignment differs from cuzk_core::synthesize's"
+        );
+    }
+    drop(reference);
 
     // bellperson: create_proof on the same circuit, which times its own
     // synthesis (the rest of the proof is not counted).
@@ -135,18 +176,46 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
         theirs.len(),
         args.repeat
     );
-    let (ours, theirs) = (median(ours), median(theirs));
+    let (ours, theirs, evaluated) = (median(ours), median(theirs), median(evaluated));
+    let (witness, products) = (median(witness_times), median(product_times));
+    let mib = |bytes: usize| bytes as f64 / f64::from(1 << 20);
     println!("constraints: {constraints}");
     println!(
-        "cuzk synthesis:       {:.3} s (median of {})",
+        "cuzk synthesis:       {:.3} s (median of {}, cuzk_core::synthesize)",
         ours.as_secs_f64(),
         args.repeat
     );
     println!(
-        "bellperson synthesis: {:.3} s (median of {}, its own timing)",
+        "cuzk evaluator:       {:.3} s (median of {}: witness {:.3} s + sparse products {:.3} s on {} threads; \
+         equal to cuzk_core::synthesize)",
+        evaluated.as_secs_f64(),
+        args.repeat,
+        witness.as_secs_f64(),
+        products.as_secs_f64(),
+        rayon::current_num_threads()
+    );
+    println!(
+        "bellperson synthesis: {:.3} s (median of {}, its own timing, one thread per circuit)",
         theirs.as_secs_f64(),
         args.repeat
     );
-    println!("ratio: {:.2}x", theirs.as_secs_f64() / ours.as_secs_f64());
+    println!(
+        "evaluator recording (once per circuit id): {:.3} s; compiled R1CS: {} nonzeros, {} distinct \
+         coefficients, {} bytes ({:.1} MiB, {:.2} bytes per nonzero all included)",
+        record.as_secs_f64(),
+        r1cs.nonzeros(),
+        r1cs.distinct_coefficients(),
+        r1cs.memory_bytes(),
+        mib(r1cs.memory_bytes()),
+        r1cs.memory_bytes() as f64 / r1cs.nonzeros() as f64
+    );
+    println!(
+        "ratio bellperson/cuzk synthesis: {:.2}x",
+        theirs.as_secs_f64() / ours.as_secs_f64()
+    );
+    println!(
+        "ratio bellperson/cuzk evaluator: {:.2}x",
+        theirs.as_secs_f64() / evaluated.as_secs_f64()
+    );
     Ok(())
 }

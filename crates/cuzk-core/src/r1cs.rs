@@ -305,17 +305,27 @@ impl CompiledR1cs {
         out
     }
 
+    /// One row's value. The sum starts from the first term rather than
+    /// from zero: most rows have one or two terms (every row of B, in
+    /// SHA-256 circuits), so that saves a field addition per row.
     fn row_value(&self, row: &[Entry], inputs: &[Scalar], aux: &[Scalar]) -> Scalar {
-        let mut acc = Scalar::ZERO;
-        for &entry in row {
+        let Some((&first, rest)) = row.split_first() else {
+            return Scalar::ZERO;
+        };
+        let value = first.value(inputs, aux);
+        let start = match first.coefficient {
+            ONE_ID => value,
+            MINUS_ONE_ID => -value,
+            id => scaled(value, &self.coefficients[id as usize]),
+        };
+        rest.iter().fold(start, |acc, &entry| {
             let value = entry.value(inputs, aux);
             match entry.coefficient {
-                ONE_ID => acc += value,
-                MINUS_ONE_ID => acc -= value,
-                id => acc += scaled(value, &self.coefficients[id as usize]),
+                ONE_ID => acc + value,
+                MINUS_ONE_ID => acc - value,
+                id => acc + scaled(value, &self.coefficients[id as usize]),
             }
-        }
-        acc
+        })
     }
 
     /// Number of constraints, including the per-input ones.

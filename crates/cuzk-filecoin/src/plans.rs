@@ -7,7 +7,7 @@
 use crate::request::{FilecoinRequest, Kind, PorepInput, PostInput, SnapInput};
 use crate::{FilecoinError, ShapeDispatch};
 use cuzk_core::{
-    synthesize, Bls12, Proof, ProofPlan, ProvingAssignment, ProvingParameters, Scalar, SizeHint,
+    synthesize, Bls12, CompiledR1cs, Proof, ProofPlan, ProvingAssignment, ProvingParameters, Scalar, SizeHint,
 };
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{
@@ -15,6 +15,9 @@ use filecoin_proofs::{
     DefaultPieceDomain, DefaultPieceHasher, FallbackPoStSectorProof, MerkleTreeTrait, PoRepConfig,
     PoStConfig, PoStType, PublicReplicaInfo, SectorUpdateConfig, TreeRHasher,
 };
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Instant;
 use storage_proofs_core::{
     compound_proof, compound_proof::CompoundProof, proof::ProofScheme, sector::SectorId,
 };
@@ -30,16 +33,76 @@ fn in_flight_bytes(constraints: usize) -> u64 {
     cuzk_core::plan::partition_bytes(constraints, constraints)
 }
 
+/// Synthesises one partition: by default through the circuit's pre-compiled
+/// R1CS (recorded on the first partition of its circuit id in this process,
+/// then only the witness is computed and a, b, c follow by sparse products);
+/// with `CUZK_R1CS=off`, by `cuzk_core::synthesize` as before. Both give the
+/// same assignment. `circuit` builds the partition's circuit; it is called
+/// twice when the R1CS is recorded (recording consumes one instance).
 fn synth<C: bellperson::Circuit<Scalar>>(
-    circuit: C,
+    circuit_id: &str,
+    circuit: impl Fn() -> Result<C, String>,
     constraints: usize,
 ) -> Result<ProvingAssignment, String> {
-    let hint = SizeHint {
-        constraints,
-        inputs: 0,
-        aux: constraints,
+    if !r1cs_enabled() {
+        let hint = SizeHint {
+            constraints,
+            inputs: 0,
+            aux: constraints,
+        };
+        return synthesize(circuit()?, hint).map_err(|e| format!("synthesis: {e}"));
+    }
+    let r1cs = compiled_r1cs(circuit_id, &circuit)?;
+    r1cs.synthesize(circuit()?)
+        .map_err(|e| format!("synthesis with the compiled R1CS of {circuit_id}: {e}"))
+}
+
+/// The escape hatch: `CUZK_R1CS=off` (or `0`, `false`) synthesises with
+/// `cuzk_core::synthesize`, without recording or holding compiled R1CS.
+pub fn r1cs_enabled() -> bool {
+    std::env::var("CUZK_R1CS").map_or(true, |v| !matches!(v.trim(), "off" | "0" | "false"))
+}
+
+/// One slot per circuit id. The first partition of a circuit id records
+/// into its slot while the others of that id wait on the slot's lock rather
+/// than record it again; other circuit ids are not held up (the map's lock
+/// is only held to find the slot).
+type R1csSlot = Arc<Mutex<Option<Arc<CompiledR1cs>>>>;
+
+/// The compiled R1CS of every circuit id used in this process. Kept for the
+/// life of the process: a circuit id's constraint system is fixed (its
+/// parameters are generated from it), so later partitions and proofs reuse
+/// it. Its memory is `CompiledR1cs::memory_bytes` per circuit id.
+static COMPILED: LazyLock<Mutex<HashMap<String, R1csSlot>>> = LazyLock::new(Default::default);
+
+/// The compiled R1CS of `circuit_id`, recorded from `circuit()` if this
+/// process has not recorded it yet.
+pub fn compiled_r1cs<C: bellperson::Circuit<Scalar>>(
+    circuit_id: &str,
+    circuit: impl FnOnce() -> Result<C, String>,
+) -> Result<Arc<CompiledR1cs>, String> {
+    let slot = {
+        let mut map = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(circuit_id.to_owned()).or_default().clone()
     };
-    synthesize(circuit, hint).map_err(|e| format!("synthesis: {e}"))
+    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r1cs) = slot.as_ref() {
+        return Ok(r1cs.clone());
+    }
+    let started = Instant::now();
+    let r1cs =
+        CompiledR1cs::record(circuit()?).map_err(|e| format!("recording the R1CS of {circuit_id}: {e}"))?;
+    tracing::info!(
+        circuit_id,
+        constraints = r1cs.num_constraints(),
+        nonzeros = r1cs.nonzeros(),
+        bytes = r1cs.memory_bytes(),
+        record_ms = started.elapsed().as_millis() as u64,
+        "compiled R1CS recorded"
+    );
+    let r1cs = Arc::new(r1cs);
+    *slot = Some(r1cs.clone());
+    Ok(r1cs)
 }
 
 fn proofs_bytes(proofs: &[Proof<Bls12>]) -> Vec<u8> {
@@ -211,7 +274,7 @@ impl<Tree: 'static + MerkleTreeTrait> ProofPlan for PorepPlan<Tree> {
     }
 
     fn synthesize(&self, index: usize) -> Result<ProvingAssignment, String> {
-        synth(self.circuit(index)?, self.constraints)
+        synth(&self.circuit_id(), || self.circuit(index), self.constraints)
     }
 
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {
@@ -456,7 +519,7 @@ impl<Tree: 'static + MerkleTreeTrait> ProofPlan for PostPlan<Tree> {
     }
 
     fn synthesize(&self, index: usize) -> Result<ProvingAssignment, String> {
-        synth(self.circuit(index)?, self.constraints)
+        synth(&self.circuit_id(), || self.circuit(index), self.constraints)
     }
 
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {
@@ -654,7 +717,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofPlan for SnapPl
     }
 
     fn synthesize(&self, index: usize) -> Result<ProvingAssignment, String> {
-        synth(self.circuit(index)?, self.constraints)
+        synth(&self.circuit_id(), || self.circuit(index), self.constraints)
     }
 
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {
