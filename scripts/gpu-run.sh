@@ -5,6 +5,10 @@
 #   scripts/gpu-run.sh bench K...       gpu-bench at 2^K (SUPRASEAL=1: beside supraseal-c2,
 #                                       which needs a binary built with FEATURES=supraseal)
 #   scripts/gpu-run.sh probe            where a hanging GPU MSM stops (cuda-gdb, memcheck)
+#   scripts/gpu-run.sh fullscale        32 GiB-shaped PoRep proofs (10 x 2^27) through the
+#                                       embedded engine, beside supraseal-c2 (FEATURES=supraseal
+#                                       build), with peaks and a timeline chart; one GPU
+#                                       (GPU=0); COUNT proofs, BUDGET GiB, SUPRASEAL_PER_CALL
 # Logs go to $OUT (or ./gpu-logs when run by hand).
 set -uo pipefail
 out=${OUT:-gpu-logs}
@@ -34,6 +38,28 @@ case "$mode" in
       --args "$bin" gpu-check --only msm --msm-sizes "${PROBE_N:-4103}" 2>&1 | tail -300 | tee "$out/probe-gdb.log"
     timeout 120 compute-sanitizer --tool memcheck "$bin" gpu-check --only msm --msm-sizes "${PROBE_N:-4103}" \
       2>&1 | tail -100 | tee "$out/probe-sanitizer.log"
+    ;;
+  fullscale)
+    export CUDA_VISIBLE_DEVICES=${GPU:-0}
+    cache=/tmp/cuzk-shaped; mkdir -p "$cache"
+    df -h /tmp | tail -1
+    # A small run first: the same path at 2^20, supraseal's bytes compared.
+    timeout 180 "$bin" batch --type shaped --log2 20 --partitions 4 --count 2 --concurrency 2 \
+      --embedded --param-cache "$cache" --memory-budget-gib 8 --warmup --supraseal 1 2>&1 | tee "$out/small.log"
+    ( time "$bin" gen-srs --shape porep-32g --shape-seed 0 --out "$cache" ) 2>&1 | tee "$out/gen-srs.log"
+    ls -la "$cache"; free -g | head -2
+    ( while sleep 2; do nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader; done ) \
+      >"$out/nvidia-smi-samples.csv" 2>&1 &
+    sampler=$!
+    CUZK_LOG=${CUZK_LOG:-info} timeout "${FULL_TIMEOUT:-420}" "$bin" batch --type shaped --shape porep-32g \
+      --embedded --param-cache "$cache" --count "${COUNT:-3}" --concurrency 2 --warmup \
+      --partition-workers "${PW:-2}" --prover-workers 2 --memory-budget-gib "${BUDGET:-100}" \
+      --supraseal "${SUPRASEAL_PROOFS:-1}" ${SUPRASEAL_PER_CALL:+--supraseal-per-call $SUPRASEAL_PER_CALL} \
+      2>"$out/engine.log" | tee "$out/batch.log"
+    echo "batch exit: ${PIPESTATUS[0]}"
+    kill $sampler
+    "$bin" timeline --log "$out/engine.log" --out "$out/timeline-fullscale.svg" 2>&1 | tee "$out/timeline.txt"
+    grep -v TIMELINE "$out/engine.log" | tail -40
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

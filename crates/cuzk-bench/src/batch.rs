@@ -102,6 +102,11 @@ pub struct BatchArgs {
     /// compare speed and bytes.
     #[arg(long, default_value_t = 0)]
     pub supraseal: usize,
+    /// Before the clock starts, prove one proof (of one partition for the
+    /// synthetic and shaped types), so first-use costs such as the
+    /// parameters' upload to the GPU are not counted.
+    #[arg(long)]
+    pub warmup: bool,
     /// Partitions per supraseal-c2 call (default: all of a proof, as
     /// production; fewer when host memory cannot hold them all).
     #[arg(long)]
@@ -341,6 +346,17 @@ pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
         loaded.elapsed().as_secs_f64()
     );
 
+    if args.warmup {
+        let mut warm = proof.clone();
+        warm.partitions = Some(1);
+        let t = Instant::now();
+        let report = prove_one(&client, &warm, usize::MAX - 1).await;
+        if !is_good(&report) {
+            bail!("warm-up proof failed: {}", job_line(&report, 1, 1));
+        }
+        println!("warm-up:     one partition in {:.1}s", t.elapsed().as_secs_f64());
+    }
+
     println!("=== Batch Benchmark ===");
     println!("proof type:  {:?}", proof.proof_type);
     match proof.proof_type {
@@ -490,13 +506,13 @@ impl Usage {
         match (self.rss_loaded, observe::proc_status_bytes("VmHWM")) {
             (Some(loaded), Some(peak)) => {
                 println!(
-                    "host memory:   peak RSS {:.1} GiB; {:.1} GiB with parameters loaded, before the batch",
+                    "host memory:   peak RSS {:.2} GiB; {:.2} GiB with parameters loaded, before the batch",
                     gib(peak),
                     gib(loaded)
                 );
                 if in_flight >= 1.0 {
                     println!(
-                        "               at most {in_flight:.0} partition(s) in flight: {:.1} GiB per partition above the loaded parameters",
+                        "               at most {in_flight:.0} partition(s) in flight: {:.2} GiB per partition above the loaded parameters",
                         gib(peak.saturating_sub(loaded)) / in_flight
                     );
                 }

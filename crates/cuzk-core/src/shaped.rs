@@ -17,24 +17,42 @@ use bellperson::groth16::VerifyingKey;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
-use rand::{Rng, SeedableRng};
+use rand::rngs::SmallRng;
+use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use std::path::PathBuf;
 
 const CHUNK: usize = 1 << 14;
 
-fn rng(seed: u64, stream: u64, chunk: usize) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    rng.set_stream(chunk as u64);
-    rng
+/// The generator of one chunk of one stream. Witness data only has to look
+/// like a witness (its values decide which MSM paths run, not what they
+/// cost), so a small fast generator is used: ChaCha here made generating a
+/// 2^27 partition slower than proving it.
+fn rng(seed: u64, stream: u64, chunk: usize) -> SmallRng {
+    let key = seed
+        ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ^ (chunk as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    SmallRng::seed_from_u64(key)
+}
+
+/// A uniformly random value below 2^254 (so below the field modulus, no
+/// rejection), converted to a scalar.
+fn random_scalar(rng: &mut SmallRng) -> Scalar {
+    let limbs = [
+        rng.next_u64(),
+        rng.next_u64(),
+        rng.next_u64(),
+        rng.next_u64() >> 2,
+    ];
+    Scalar::from_u64s_le(&limbs).expect("values below 2^254 are canonical")
 }
 
 fn random_scalars(len: usize, seed: u64, stream: u64) -> Vec<Scalar> {
     let mut out = vec![Scalar::ZERO; len];
     out.par_chunks_mut(CHUNK).enumerate().for_each(|(i, part)| {
         let mut rng = rng(seed, stream, i);
-        part.iter_mut().for_each(|s| *s = Scalar::random(&mut rng));
+        part.iter_mut().for_each(|s| *s = random_scalar(&mut rng));
     });
     out
 }
@@ -172,7 +190,7 @@ impl ShapedCircuit {
                 *s = match rng.gen_range(0..100) {
                     0..=49 => Scalar::ZERO,
                     50..=94 => Scalar::ONE,
-                    _ => Scalar::random(&mut rng),
+                    _ => random_scalar(&mut rng),
                 };
             }
         });
