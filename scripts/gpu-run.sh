@@ -44,8 +44,8 @@ case "$mode" in
     cache=/tmp/cuzk-shaped; mkdir -p "$cache"
     df -h /tmp | tail -1
     # A small run first: the same path at 2^20, supraseal's bytes compared.
-    timeout 180 "$bin" batch --type shaped --log2 20 --partitions 4 --count 2 --concurrency 2 \
-      --embedded --param-cache "$cache" --memory-budget-gib 8 --warmup --supraseal 1 2>&1 | tee "$out/small.log"
+    [ -n "${SKIP_SMALL:-}" ] || timeout 180 "$bin" batch --type shaped --log2 20 --partitions 4 --count 2 \
+      --concurrency 2 --embedded --param-cache "$cache" --memory-budget-gib 8 --warmup --supraseal 1 2>&1 | tee "$out/small.log"
     ( time "$bin" gen-srs --shape porep-32g --shape-seed 0 --out "$cache" ) 2>&1 | tee "$out/gen-srs.log"
     ls -la "$cache"; free -g | head -2
     ( while sleep 2; do nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader; done ) \
