@@ -112,33 +112,41 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
     println!("circuit: {circuit_id} (partition 0)");
 
     let circuit = || plan.circuit(0).map_err(anyhow::Error::msg);
-
-    // cuzk: `cuzk_core::synthesize` of partition 0 (building the circuit
-    // from the C1 included, as in the plans).
     let hint = cuzk_core::SizeHint {
         constraints: cuzk_filecoin::constraints::porep(size),
         inputs: 0,
         aux: cuzk_filecoin::constraints::porep(size),
     };
-    let mut ours = Vec::new();
-    let mut reference = None;
-    for _ in 0..args.repeat {
-        let started = Instant::now();
-        let assignment = cuzk_core::synthesize(circuit()?, hint)?;
-        ours.push(started.elapsed());
-        reference = Some(assignment);
-    }
-    let reference = reference.expect("repeat is at least 1");
-    let constraints = reference.a.len();
 
-    // cuzk: the pre-compiled evaluator, recorded once, then witness and
-    // sparse products per run (the circuit's construction counted in the
-    // witness, as above).
+    // The evaluator's one-time recording (per circuit id and process).
     let started = Instant::now();
     let r1cs = cuzk_core::CompiledR1cs::record(circuit()?)?;
     let record = started.elapsed();
-    let (mut evaluated, mut witness_times, mut product_times) = (Vec::new(), Vec::new(), Vec::new());
+
+    // bellperson's create_proof needs the parameters; it times its own
+    // synthesis (the rest of its proof is not counted).
+    let path = dir.join(format!("{circuit_id}.params"));
+    let file = std::fs::File::open(&path).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {e} (generate it with `cuzk-bench gen-params --type porep`)",
+            path.display()
+        )
+    })?;
+    let params =
+        bellperson::groth16::Parameters::<blstrs::Bls12>::read(std::io::BufReader::new(file), false)?;
+
+    // Rounds of all three in turn, so a change in the machine's load hits
+    // each alike. Building the circuit from the C1 is counted for cuzk (as
+    // in the plans), not for bellperson (its timer starts inside).
+    let (mut ours, mut evaluated) = (Vec::new(), Vec::new());
+    let (mut witness_times, mut product_times) = (Vec::new(), Vec::new());
+    let mut constraints = 0;
     for _ in 0..args.repeat {
+        let started = Instant::now();
+        let reference = cuzk_core::synthesize(circuit()?, hint)?;
+        ours.push(started.elapsed());
+        constraints = reference.a.len();
+
         let started = Instant::now();
         let witness = r1cs.witness(circuit()?)?;
         let witnessed = started.elapsed();
@@ -151,23 +159,10 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
             assignment == reference,
             "the evaluator's assignment differs from cuzk_core::synthesize's"
         );
-    }
-    drop(reference);
+        drop((assignment, reference));
 
-    // bellperson: create_proof on the same circuit, which times its own
-    // synthesis (the rest of the proof is not counted).
-    let path = dir.join(format!("{circuit_id}.params"));
-    let file = std::fs::File::open(&path).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: {e} (generate it with `cuzk-bench gen-params --type porep`)",
-            path.display()
-        )
-    })?;
-    let params =
-        bellperson::groth16::Parameters::<blstrs::Bls12>::read(std::io::BufReader::new(file), false)?;
-    for _ in 0..args.repeat {
-        let circuit = plan.circuit(0).map_err(anyhow::Error::msg)?;
-        let _ = bellperson::groth16::create_proof(circuit, &params, Scalar::from(1u64), Scalar::from(2u64))?;
+        let _ =
+            bellperson::groth16::create_proof(circuit()?, &params, Scalar::from(1u64), Scalar::from(2u64))?;
     }
     let theirs = std::mem::take(&mut *TIMES.0.lock().unwrap_or_else(|e| e.into_inner()));
     anyhow::ensure!(
