@@ -43,6 +43,7 @@ case "$mode" in
     export CUDA_VISIBLE_DEVICES=${GPU:-0}
     cache=/tmp/cuzk-shaped; mkdir -p "$cache"
     df -h /tmp | tail -1
+    cat /sys/kernel/mm/transparent_hugepage/enabled; ldd --version | head -1
     # A small run first: the same path at 2^20, supraseal's bytes compared.
     [ -n "${SKIP_SMALL:-}" ] || timeout 180 "$bin" batch --type shaped --log2 20 --partitions 4 --count 2 \
       --concurrency 2 --embedded --param-cache "$cache" --memory-budget-gib 8 --warmup --supraseal 1 2>&1 | tee "$out/small.log"
