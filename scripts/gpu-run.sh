@@ -52,9 +52,12 @@ case "$mode" in
     ( while sleep 2; do nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader; done ) \
       >"$out/nvidia-smi-samples.csv" 2>&1 &
     sampler=$!
-    CUZK_LOG=${CUZK_LOG:-info} timeout "${FULL_TIMEOUT:-420}" "$bin" batch --type shaped --shape porep-32g \
+    # glibc backs its large (mmapped) allocations with transparent huge
+    # pages: 4 KiB page faults on the 17 GB of every 2^27 partition cost
+    # more than the witness generation itself (BENCHMARKS.md).
+    GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.hugetlb=1} CUZK_LOG=${CUZK_LOG:-info} timeout "${FULL_TIMEOUT:-420}" "$bin" batch --type shaped --shape porep-32g \
       --embedded --param-cache "$cache" --count "${COUNT:-3}" --concurrency 2 --warmup \
-      --partition-workers "${PW:-2}" --prover-workers 2 --memory-budget-gib "${BUDGET:-100}" \
+      --partition-workers "${PW:-2}" --prover-workers "${PROVERS:-2}" --memory-budget-gib "${BUDGET:-100}" \
       --supraseal "${SUPRASEAL_PROOFS:-1}" ${SUPRASEAL_PER_CALL:+--supraseal-per-call $SUPRASEAL_PER_CALL} \
       2>"$out/engine.log" | tee "$out/batch.log"
     echo "batch exit: ${PIPESTATUS[0]}"
