@@ -27,7 +27,7 @@
 //! multiplication. Each of the three matrices has a 4-byte row offset per
 //! constraint (12 bytes per constraint), and the density bitmaps take one
 //! bit per aux variable (two bitmaps) and per input. A PoRep 2 KiB partition
-//! (2.69 M constraints, 14.9 M nonzeros) compiles to about 146 MiB.
+//! (2.69 M constraints, 14.9 M nonzeros) compiles to about 145 MiB.
 //! [`CompiledR1cs::memory_bytes`] reports the total.
 
 use crate::assignment::{DensityBitmap, ProvingAssignment};
