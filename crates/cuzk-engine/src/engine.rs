@@ -193,6 +193,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Engine {
     /// Starts the worker threads and preloads the configured parameters.
     pub fn start(config: EngineConfig) -> Result<Self, EngineError> {
+        warn_without_huge_pages();
         let cache = ParameterCache::new(&config.param_cache).map_err(|e| EngineError::Srs(e.to_string()))?;
         let metrics = Metrics::new();
         metrics.budget_bytes.set(config.memory_budget as i64);
@@ -558,6 +559,22 @@ fn queue_position(jobs: &JobTable, job: &Job) -> u32 {
                 && (other.priority, std::cmp::Reverse(other.seq)) > (job.priority, std::cmp::Reverse(job.seq))
         })
         .count() as u32
+}
+
+/// Warns when large allocations will not get transparent huge pages: the
+/// kernel gives them only on request (`madvise` mode) and glibc asks only
+/// when told to. At full size the 4 KiB page faults on every partition's
+/// 17 GB cost more than generating its witness (BENCHMARKS.md: 45.6 s ->
+/// 32.9 s per 32 GiB-shaped proof on the H200 with huge pages).
+fn warn_without_huge_pages() {
+    let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    let tunables = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
+    if mode.contains("[madvise]") && !tunables.contains("glibc.malloc.hugetlb") {
+        tracing::warn!(
+            "transparent huge pages are on request only and glibc does not request them: \
+             start with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 for large partitions"
+        );
+    }
 }
 
 /// Ends `job` once (later calls do nothing), records metrics and prunes old
