@@ -29,8 +29,13 @@ run_against() {  # $1 = daemon --listen value, $2 = bench --addr value
     --partitions 2 --count 4 --concurrency 2 | tee "$work/batch.txt"
   grep -q '^verified:      4$' "$work/batch.txt"
   "$bin/cuzk-bench" single --addr "$2" --param-cache "$params" --log2 12 --priority critical
+  # Shaped witnesses: the daemon writes the shaped parameter file on first use.
+  "$bin/cuzk-bench" batch --addr "$2" --param-cache "$params" --type shaped --log2 12 \
+    --partitions 3 --count 2 | tee "$work/shaped.txt"
+  grep -q '^checked:       2 by the engine' "$work/shaped.txt"
+  test -s "$params/shaped-v1-n4096-i2-s0.params"
   "$bin/cuzk-bench" status --addr "$2"
-  "$bin/cuzk-bench" metrics --addr "$2" | grep -q 'cuzk_jobs_finished_total{kind="porep",status="completed"} 5'
+  "$bin/cuzk-bench" metrics --addr "$2" | grep -q 'cuzk_jobs_finished_total{kind="porep",status="completed"} 7'
   grep -q 'TIMELINE .*event=prover_end' "$work/daemon.log"
   kill -TERM "$daemon_pid"
   wait "$daemon_pid"
