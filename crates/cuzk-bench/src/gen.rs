@@ -3,7 +3,7 @@
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
-use cuzk_core::shaped::{write_shaped_parameters, Shape};
+use cuzk_core::shaped::{write_shaped_parameters, ShapedCircuit};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -57,10 +57,10 @@ pub fn run(args: GenArgs) -> anyhow::Result<()> {
         (None, Some(k), None) => bail!("--log2 {k} is above 28"),
         (None, None, None) => bail!("give --shape, --log2 or --constraints"),
     };
-    let shape = Shape::of(constraints, inputs, shape_seed);
+    let circuit = ShapedCircuit::new(constraints, inputs, shape_seed);
+    let shape = circuit.shape();
     let out = if args.out.is_dir() {
-        let id = cuzk_core::shaped::shaped_circuit_id(shape.constraints, shape.inputs - 1, shape_seed);
-        args.out.join(format!("{id}.params"))
+        args.out.join(format!("{}.params", circuit.circuit_id()))
     } else {
         args.out.clone()
     };

@@ -207,9 +207,7 @@ impl ShapedCircuit {
             b_aux_density: self.b_aux_density.clone(),
         }
     }
-}
 
-impl ShapedCircuit {
     /// The public inputs (without the constant one) of `assignment(value_seed)`.
     pub fn assignment_inputs(&self, value_seed: u64) -> Vec<Scalar> {
         random_scalars(self.inputs, value_seed, 5)

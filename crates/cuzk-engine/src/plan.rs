@@ -235,17 +235,10 @@ impl ProofPlan for ShapedPlan {
             ));
         }
         for (index, proof) in proofs.iter().enumerate() {
-            let valid = |identity: bool, torsion_free: bool| !identity && torsion_free;
-            if !valid(
-                bool::from(proof.a.is_identity()),
-                bool::from(proof.a.is_torsion_free()),
-            ) || !valid(
-                bool::from(proof.b.is_identity()),
-                bool::from(proof.b.is_torsion_free()),
-            ) || !valid(
-                bool::from(proof.c.is_identity()),
-                bool::from(proof.c.is_torsion_free()),
-            ) {
+            let g1_ok =
+                |p: &blstrs::G1Affine| !bool::from(p.is_identity()) && bool::from(p.is_torsion_free());
+            let g2_ok = !bool::from(proof.b.is_identity()) && bool::from(proof.b.is_torsion_free());
+            if !(g1_ok(&proof.a) && g2_ok && g1_ok(&proof.c)) {
                 return Err(format!(
                     "partition {index}: shaped proof has a point at infinity or outside the subgroup"
                 ));

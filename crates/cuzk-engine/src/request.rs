@@ -113,7 +113,8 @@ pub struct SyntheticSpec {
     pub partitions: usize,
     /// Public inputs per partition.
     pub inputs: usize,
-    /// Witness seed; partition p uses `seed + p`.
+    /// Witness seed; partition p uses `seed + p` (shaped witnesses:
+    /// `seed * 2^20 + p`, see `ShapedPlan::value_seed`).
     pub seed: u64,
     /// Where the witness comes from.
     pub witness: WitnessSource,

@@ -253,9 +253,10 @@ impl SrsManager {
         circuit: ShapedCircuit,
     ) -> Result<ProvingParameters, EngineError> {
         let path = self.cache.params_path(circuit_id);
+        let shape = circuit.shape();
         if !path.exists() {
             let started = Instant::now();
-            write_shaped_parameters(&circuit.shape(), SHAPED_POINT_SEED, &path)
+            write_shaped_parameters(&shape, SHAPED_POINT_SEED, &path)
                 .map_err(|e| EngineError::Srs(e.to_string()))?;
             tracing::info!(
                 circuit_id,
@@ -265,7 +266,14 @@ impl SrsManager {
         }
         let params = ProvingParameters::read(&path, PointCheck::SkipSubgroup)
             .map_err(|e| EngineError::Srs(e.to_string()))?;
-        if params.h.len() != circuit.shape().h || params.l.len() != circuit.shape().l {
+        let sections = [
+            params.h.len(),
+            params.l.len(),
+            params.a.len(),
+            params.b_g2.len(),
+            params.vk.ic.len(),
+        ];
+        if sections != [shape.h, shape.l, shape.a, shape.b, shape.inputs] {
             return Err(EngineError::Srs(format!(
                 "{} does not have the sections of {circuit_id}",
                 path.display()
