@@ -1,11 +1,26 @@
 #!/usr/bin/env bash
-# Builds cuzk-bench with the CUDA backend and supraseal-c2 on this (GPU-less)
-# machine and stages a stripped copy in .gpu/ for the device tool to carry.
+# Builds, on this (GPU-less) machine, what the GPU machine runs and stages
+# stripped, xz-compressed copies in .gpu/ for the device tool to carry:
+# cuzk-bench with the CUDA backend (FEATURES, default "cuda"; add
+# "supraseal" for the side-by-side runs) and the GPU test binaries of
+# cuzk-sys and cuzk-core (`scripts/gpu-run.sh check` runs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/install-cuda.sh)"
-CARGO_TARGET_DIR=target-cuda cargo build --release -p cuzk-bench --features "${FEATURES:-cuda}"
-mkdir -p .gpu
+export CARGO_TARGET_DIR=target-cuda
+cargo build --release -p cuzk-bench --features "${FEATURES:-cuda}"
+rm -rf .gpu && mkdir -p .gpu
 strip -o .gpu/cuzk-bench target-cuda/release/cuzk-bench
-xz -T2 -6 -f .gpu/cuzk-bench
+# The GPU tests: cargo prints each test executable it builds.
+tests=$(cargo test --release --features cuzk-core/cuda,cuzk-sys/cuda -p cuzk-sys -p cuzk-core \
+  --test gpu --no-run --message-format=json 2>/dev/null |
+  python3 -c 'import json,sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu":
+        print(m["package_id"].split("#")[0].rsplit("/", 1)[-1] + " " + m["executable"])')
+echo "$tests" | while read -r package exe; do
+  strip -o ".gpu/gpu-test-$package" "$exe"
+done
+for f in .gpu/cuzk-bench .gpu/gpu-test-*; do xz -T2 -6 -f "$f"; done
 ls -la .gpu/

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (through the device tool), with the binary built
 # here by scripts/gpu-build.sh carried in .gpu/:
-#   scripts/gpu-run.sh check            correctness checks (gpu-check)
+#   scripts/gpu-run.sh check            the GPU tests of cuzk-sys and cuzk-core (cargo test --features cuda)
 #   scripts/gpu-run.sh bench K...       gpu-bench at 2^K (SUPRASEAL=1: beside supraseal-c2,
 #                                       which needs a binary built with FEATURES=supraseal)
-#   scripts/gpu-run.sh probe            where a hanging GPU MSM stops (cuda-gdb, memcheck)
+#   scripts/gpu-run.sh soak             COUNT (1000) small proofs in a row, RSS and VRAM sampled
 #   scripts/gpu-run.sh fullscale        32 GiB-shaped PoRep proofs (10 x 2^27) through the
 #                                       embedded engine, beside supraseal-c2 (FEATURES=supraseal
 #                                       build), with peaks and a timeline chart; one GPU
@@ -23,21 +23,52 @@ nproc; free -g | head -2
 mode=${1:-check}; shift || true
 case "$mode" in
   check)
-    timeout "${CHECK_TIMEOUT:-240}" "$bin" gpu-check --max-log2 "${MAX_LOG2:-22}" 2>&1 | tee "$out/gpu-check.log"
+    status=0
+    for t in .gpu/gpu-test-*.xz; do
+      name=$(basename "$t" .xz)
+      xz -dc "$t" >"/tmp/$name" && chmod +x "/tmp/$name" || exit 1
+      # --nocapture: a SKIPPED line must be seen (no device would pass vacuously).
+      timeout "${CHECK_TIMEOUT:-300}" "/tmp/$name" --test-threads 1 --nocapture 2>&1 | tee "$out/$name.log"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+      if grep -q SKIPPED "$out/$name.log"; then echo "FAIL: $name skipped on the GPU machine"; status=1; fi
+    done
+    echo "GPU tests: $([ $status -eq 0 ] && echo passed || echo FAILED)"
+    [ $status -eq 0 ] || exit 1
     ;;
   bench)
     args=()
     for k in "$@"; do args+=(--log2 "$k"); done
     timeout "${BENCH_TIMEOUT:-420}" "$bin" gpu-bench "${args[@]}" ${SUPRASEAL:+--supraseal} --repeat "${REPEAT:-3}" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
     ;;
-  probe)
-    # Where does a GPU MSM stop? Every thread's stack after 40 s (host side:
-    # a wait in cudaStreamSynchronize means a kernel that does not finish),
-    # the CUDA kernels running then, and a memcheck pass.
-    timeout -s INT 40 cuda-gdb -batch -ex run -ex "thread apply all bt 12" -ex "info cuda kernels" \
-      --args "$bin" gpu-check --only msm --msm-sizes "${PROBE_N:-4103}" 2>&1 | tail -300 | tee "$out/probe-gdb.log"
-    timeout 120 compute-sanitizer --tool memcheck "$bin" gpu-check --only msm --msm-sizes "${PROBE_N:-4103}" \
-      2>&1 | tail -100 | tee "$out/probe-sanitizer.log"
+  soak)
+    # Issue 12.10: many small proofs in a row on the GPU (embedded engine,
+    # each verified), with the process's RSS and the device's used memory
+    # sampled every second; the summary compares the first and last tenth.
+    cache=/tmp/cuzk-soak; mkdir -p "$cache"
+    "$bin" batch --embedded --type synthetic --log2 "${LOG2:-16}" --count 2 --concurrency 1 --param-cache "$cache" >/dev/null 2>&1
+    "$bin" batch --embedded --type synthetic --log2 "${LOG2:-16}" --count "${COUNT:-1000}" --concurrency "${CONC:-4}" \
+      --prover-workers 2 --param-cache "$cache" >"$out/soak-batch.log" 2>&1 &
+    pid=$!
+    echo "t_s,rss_mib,vram_used_mib" >"$out/soak-samples.csv"
+    t=0
+    while kill -0 $pid 2>/dev/null; do
+      rss=$(awk '/VmRSS/ {print int($2/1024)}' /proc/$pid/status 2>/dev/null)
+      vram=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+      [ -n "$rss" ] && echo "$t,$rss,$vram" >>"$out/soak-samples.csv"
+      sleep 1; t=$((t+1))
+    done
+    wait $pid; rc=$?
+    tail -25 "$out/soak-batch.log"
+    python3 - "$out/soak-samples.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+n = max(1, len(rows) // 10)
+first, last = rows[n:2*n] or rows[:n], rows[-n:]
+avg = lambda rs, k: sum(float(r[k]) for r in rs) / len(rs)
+print(f"soak: {len(rows)} samples; RSS MiB first tenth {avg(first,'rss_mib'):.0f}, last tenth {avg(last,'rss_mib'):.0f}, max {max(float(r['rss_mib']) for r in rows):.0f}")
+print(f"soak: VRAM used MiB first tenth {avg(first,'vram_used_mib'):.0f}, last tenth {avg(last,'vram_used_mib'):.0f}, max {max(float(r['vram_used_mib']) for r in rows):.0f}")
+PY
+    echo "soak rc=$rc"
     ;;
   fullscale)
     export CUDA_VISIBLE_DEVICES=${GPU:-0}

@@ -5,10 +5,10 @@ use crate::client::{Client, Outcome, Submission, Target};
 use crate::observe;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
+use cuzk_core::ProofPlan;
 use cuzk_core::{Proof, Verifier, PROOF_BYTES};
-use cuzk_engine::plan::ProofPlan;
-use cuzk_engine::{SyntheticSpec, WitnessSource, SYNTHETIC_REGISTERED_PROOF};
 use cuzk_proto::v1 as pb;
+use cuzk_synthetic::{ShapedPlan, SyntheticSpec, WitnessSource, SYNTHETIC_REGISTERED_PROOF};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -212,9 +212,13 @@ impl ProofArgs {
         };
         // The same plan the engine will make: its circuit id and public
         // inputs serve the local check of the returned proof.
-        let request = cuzk_daemon::service::to_request(submission.clone())
+        let request = cuzk_daemon::wire::to_request(submission.clone())
             .map_err(|e| anyhow::anyhow!("{}", e.message()))?;
-        let plan = cuzk_engine::plan::plan_for(&request)?;
+        let sources = cuzk_daemon::setup::plan_sources(&self.target.param_cache(), true)?;
+        let plan = sources
+            .iter()
+            .find_map(|source| source.plan(&request))
+            .context("no plan source serves this request")??;
         Ok((submission, plan))
     }
 }
@@ -529,7 +533,7 @@ impl Usage {
 /// its bytes equal the engine's.
 fn side_by_side(args: &BatchArgs, reports: &[Report], ours: f64) -> anyhow::Result<()> {
     let proof = &args.proof;
-    let first = cuzk_engine::plan::ShapedPlan::new(proof.spec(1)?)?;
+    let first = ShapedPlan::new(proof.spec(1)?)?;
     let path = proof
         .target
         .param_cache()
@@ -542,7 +546,7 @@ fn side_by_side(args: &BatchArgs, reports: &[Report], ours: f64) -> anyhow::Resu
     let mut times = Vec::new();
     let mut all_same = true;
     for report in reports.iter().take(args.supraseal) {
-        let plan = cuzk_engine::plan::ShapedPlan::new(proof.spec(report.index as u64 + 1)?)?;
+        let plan = ShapedPlan::new(proof.spec(report.index as u64 + 1)?)?;
         let per_call = args.supraseal_per_call.unwrap_or(plan.partitions()).max(1);
         let partitions: Vec<usize> = (0..plan.partitions()).collect();
         let (mut bytes, mut proving, mut witness) = (Vec::new(), Duration::ZERO, Duration::ZERO);

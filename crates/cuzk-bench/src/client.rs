@@ -3,12 +3,14 @@
 
 use anyhow::Context;
 use clap::Args;
+use cuzk_core::backend::Residency;
+use cuzk_daemon::setup::{gpu_backends, plan_sources, EngineSetup};
+use cuzk_daemon::wire;
 use cuzk_engine::{Engine, EngineConfig};
 use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tonic::transport::Channel;
 
 /// Where the engine is.
 #[derive(Args, Debug, Clone)]
@@ -32,9 +34,39 @@ pub struct Target {
     /// (a 2^27 partition needs about 25).
     #[arg(long, default_value_t = 4)]
     pub memory_budget_gib: u64,
+    /// CA certificate (PEM) to trust for an `https://` daemon address
+    /// (default: $CUZK_TLS_CA, else the system's roots).
+    #[arg(long)]
+    pub tls_ca: Option<PathBuf>,
+    /// Client certificate and key (PEM) for a daemon that requires them.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// Client key (PEM), with --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Name to check the daemon's certificate against (default: the host).
+    #[arg(long)]
+    pub tls_domain: Option<String>,
+    /// File holding the daemon's bearer token (default: $CUZK_AUTH_TOKEN,
+    /// $CUZK_AUTH_TOKEN_FILE).
+    #[arg(long)]
+    pub auth_token_file: Option<PathBuf>,
 }
 
 impl Target {
+    /// TLS and token settings: the flags, over the environment's.
+    fn client_options(&self) -> anyhow::Result<cuzk_proto::ClientOptions> {
+        let mut options = cuzk_proto::ClientOptions::from_env()?;
+        if let Some(path) = &self.auth_token_file {
+            options = options.token_file(path)?;
+        }
+        options.tls_ca = self.tls_ca.clone().or(options.tls_ca);
+        options.tls_cert = self.tls_cert.clone().or(options.tls_cert);
+        options.tls_key = self.tls_key.clone().or(options.tls_key);
+        options.tls_domain = self.tls_domain.clone().or(options.tls_domain);
+        Ok(options)
+    }
+
     /// The parameter directory: `--param-cache`, else
     /// FIL_PROOFS_PARAMETER_CACHE, else cuzk's default (the daemon's rule).
     pub fn param_cache(&self) -> PathBuf {
@@ -54,7 +86,7 @@ pub type Outcome = pb::AwaitProofResponse;
 
 #[derive(Clone, Debug)]
 pub enum Client {
-    Remote(ProvingEngineClient<Channel>),
+    Remote(ProvingEngineClient<cuzk_proto::AuthChannel>),
     Embedded(Arc<Engine>),
 }
 
@@ -64,17 +96,20 @@ impl Client {
             // filecoin-proofs reads the same directory (its .vk files).
             let param_cache =
                 cuzk_filecoin::settings::init_with(Some(&target.param_cache()), &target.param_cache());
-            let config = EngineConfig {
-                param_cache,
-                partition_workers: target.partition_workers,
-                gpu_workers_per_device: target.prover_workers,
-                memory_budget: target.memory_budget_gib << 30,
-                ..EngineConfig::default()
+            let setup = EngineSetup {
+                config: EngineConfig {
+                    partition_workers: target.partition_workers,
+                    workers_per_backend: target.prover_workers,
+                    memory_budget: target.memory_budget_gib << 30,
+                    ..EngineConfig::default()
+                },
+                backends: gpu_backends(&[], Residency::Auto),
+                sources: plan_sources(&param_cache, true)?,
             };
-            let engine = tokio::task::spawn_blocking(move || Engine::start(config)).await??;
+            let engine = tokio::task::spawn_blocking(move || setup.start()).await??;
             return Ok(Client::Embedded(Arc::new(engine)));
         }
-        let channel = cuzk_proto::connect(&target.addr)
+        let channel = cuzk_proto::connect_with(&target.addr, &target.client_options()?)
             .await
             .with_context(|| format!("connecting to {}", target.addr))?;
         Ok(Client::Remote(
@@ -91,8 +126,7 @@ impl Client {
                 Ok((response.job_id, response.queue_position))
             }
             Client::Embedded(engine) => {
-                let request = cuzk_daemon::service::to_request(s.clone())
-                    .map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+                let request = wire::to_request(s.clone()).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
                 let outcome = engine.submit(request)?;
                 Ok((outcome.job_id, outcome.queue_position))
             }
@@ -109,9 +143,7 @@ impl Client {
                 })
                 .await?
                 .into_inner()),
-            Client::Embedded(engine) => Ok(cuzk_daemon::service::to_response(
-                engine.wait(job_id, timeout).await?,
-            )),
+            Client::Embedded(engine) => Ok(wire::to_response(engine.wait(job_id, timeout).await?)),
         }
     }
 
@@ -122,7 +154,7 @@ impl Client {
                 .get_status(pb::GetStatusRequest {})
                 .await?
                 .into_inner()),
-            Client::Embedded(engine) => Ok(cuzk_daemon::service::to_status_response(engine.status())),
+            Client::Embedded(engine) => Ok(wire::to_status_response(engine.status())),
         }
     }
 

@@ -46,8 +46,6 @@ enum Command {
     Metrics(client::Target),
     /// Our CPU prover against bellperson's on the same circuit, side by side.
     CompareCpu(compare::CompareArgs),
-    /// GPU backend checks: MSM vs blst, NTTs, proofs vs the CPU prover.
-    GpuCheck(gpu::CheckArgs),
     /// GPU partition prove time at full scale, optionally beside supraseal-c2.
     GpuBench(gpu::BenchArgs),
     /// Write a synthetic parameter file of a production shape (streamed).
@@ -76,7 +74,6 @@ fn main() -> anyhow::Result<()> {
         .init();
     let command = match command {
         Command::CompareCpu(args) => return compare::run(args),
-        Command::GpuCheck(args) => return gpu::check(args),
         Command::GpuBench(args) => return gpu::bench(args),
         Command::GenSrs(args) => return gen::run(args),
         Command::Fixtures(args) => return fixtures::run(args),
@@ -93,7 +90,6 @@ fn main() -> anyhow::Result<()> {
             Command::Preload { target, circuit_id } => admin::preload(target, circuit_id).await,
             Command::Metrics(target) => admin::metrics(target).await,
             Command::CompareCpu(_)
-            | Command::GpuCheck(_)
             | Command::GpuBench(_)
             | Command::GenSrs(_)
             | Command::Fixtures(_)

@@ -4,8 +4,8 @@
 
 use crate::fixtures::parse_sector_size;
 use clap::{Args, ValueEnum};
+use cuzk_core::ProofKind as Kind;
 use cuzk_filecoin::fixtures::{post_proof_abi, seal_proof_abi, update_proof_abi, SizeProofs};
-use cuzk_filecoin::Kind;
 use std::path::PathBuf;
 
 /// Proof types with parameters.
@@ -42,10 +42,10 @@ pub fn run(args: GenParamsArgs) -> anyhow::Result<()> {
     let proofs = SizeProofs::for_sector_size(args.sector_size)?;
     for ty in args.types {
         let (kind, number) = match ty {
-            ParamType::Porep => (Kind::Porep, seal_proof_abi(proofs.seal)),
-            ParamType::Winning => (Kind::Winning, post_proof_abi(proofs.winning)),
-            ParamType::Wpost => (Kind::Window, post_proof_abi(proofs.window)),
-            ParamType::Snap => (Kind::Snap, update_proof_abi(proofs.update)),
+            ParamType::Porep => (Kind::PorepSealCommit, seal_proof_abi(proofs.seal)),
+            ParamType::Winning => (Kind::WinningPost, post_proof_abi(proofs.winning)),
+            ParamType::Wpost => (Kind::WindowPostPartition, post_proof_abi(proofs.window)),
+            ParamType::Snap => (Kind::SnapDealsUpdate, update_proof_abi(proofs.update)),
         };
         println!("{ty:?} (registered_proof {number}) in {} ...", dir.display());
         let files = cuzk_filecoin::params::ensure(kind, number, args.seed)?;

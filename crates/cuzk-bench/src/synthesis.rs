@@ -19,7 +19,6 @@ use clap::Args;
 use cuzk_core::Scalar;
 use cuzk_filecoin::plans::PorepPlan;
 use cuzk_filecoin::request::PorepInput;
-use cuzk_filecoin::{FilecoinRequest, Kind};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -93,14 +92,7 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
     );
 
     let c1 = std::fs::read(&args.c1)?;
-    let request = FilecoinRequest {
-        kind: Kind::Porep,
-        registered_proof: cuzk_filecoin::request::c1_registered_proof(&c1)?,
-        vanilla_proof: c1,
-        miner_id: args.miner_id,
-        sector_number: args.sector_number,
-        ..Default::default()
-    };
+    let request = cuzk_filecoin::request::porep_request(c1, args.miner_id, args.sector_number)?;
     let input = PorepInput::parse(&request)?;
     let size = u64::from(input.registered.sector_size());
     anyhow::ensure!(

@@ -114,6 +114,22 @@ pub struct ProvingAssignment {
 }
 
 impl ProvingAssignment {
+    /// Bytes this assignment holds on the heap (vector capacities, not
+    /// lengths: a/b/c are reserved at the domain size), to check a plan's
+    /// memory estimate against what synthesis really allocated.
+    pub fn heap_bytes(&self) -> u64 {
+        let scalars = self.a.capacity()
+            + self.b.capacity()
+            + self.c.capacity()
+            + self.input_assignment.capacity()
+            + self.aux_assignment.capacity();
+        let bitmaps = [&self.a_aux_density, &self.b_input_density, &self.b_aux_density]
+            .iter()
+            .map(|d| d.words().len() * 8)
+            .sum::<usize>();
+        (scalars * std::mem::size_of::<Scalar>() + bitmaps) as u64
+    }
+
     /// Number of constraints, including the per-input constraints.
     pub fn num_constraints(&self) -> usize {
         self.a.len()
@@ -126,45 +142,52 @@ impl ProvingAssignment {
 
     /// Checks that the vectors and bitmaps agree with each other, so a
     /// hand-built or corrupted assignment is rejected before any proving.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidAssignment> {
         let n = self.a.len();
         if n == 0 {
-            return Err("assignment has no constraints".into());
+            return Err(InvalidAssignment("assignment has no constraints".into()));
         }
         if self.b.len() != n || self.c.len() != n {
-            return Err(format!(
+            return Err(InvalidAssignment(format!(
                 "a, b, c lengths differ: {}, {}, {}",
                 n,
                 self.b.len(),
                 self.c.len()
-            ));
+            )));
         }
         if self.input_assignment.is_empty() {
-            return Err("input assignment lacks the constant one".into());
+            return Err(InvalidAssignment(
+                "input assignment lacks the constant one".into(),
+            ));
         }
         if self.a_aux_density.len() != self.aux_assignment.len()
             || self.b_aux_density.len() != self.aux_assignment.len()
         {
-            return Err(format!(
+            return Err(InvalidAssignment(format!(
                 "aux density bitmaps ({} and {} bits) do not match {} aux variables",
                 self.a_aux_density.len(),
                 self.b_aux_density.len(),
                 self.aux_assignment.len()
-            ));
+            )));
         }
         if self.b_input_density.len() != self.input_assignment.len() {
-            return Err(format!(
+            return Err(InvalidAssignment(format!(
                 "b input density ({} bits) does not match {} inputs",
                 self.b_input_density.len(),
                 self.input_assignment.len()
-            ));
+            )));
         }
         if n < self.input_assignment.len() {
-            return Err("fewer constraints than inputs".into());
+            return Err(InvalidAssignment("fewer constraints than inputs".into()));
         }
         Ok(())
     }
 }
+
+/// What is inconsistent in a proving assignment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidAssignment(pub String);
 
 /// Size hints so synthesis allocates once. Exact values avoid every
 /// reallocation; estimates that are too small only cost a regrowth.

@@ -6,34 +6,42 @@
 //!   sparse matrices (witness only per proof, then sparse products).
 //! - [`params`]: bellperson/Filecoin `.params` and `.vk` files.
 //! - [`param_cache`]: parameters generated per circuit and cached on disk.
-//! - [`prover`]: the CPU prover with the split `prove_start` / `finish` API.
+//! - [`groth16`]: the backend-independent Groth16 frame (preflight, input
+//!   MSMs, [`PendingProof`], [`finish`], proof bytes).
+//! - [`backend`]: where partitions are proved ([`ProverBackend`]: CPU,
+//!   CUDA, fallback and dual combinators), with the split
+//!   `prove_start` / `finish` API.
+//! - [`request`]: the proof request, from the wire to a plan source.
 //! - [`verify`]: verification with bellperson's (independent) verifier.
-//! - [`plan`]: how a request becomes partitions ([`ProofPlan`]).
+//! - [`plan`]: how a request becomes partitions ([`PlanSource`],
+//!   [`ProofPlan`]) and parameters are obtained ([`ParameterRecipe`]).
 //! - [`synthetic`]: a PoRep-shaped synthetic circuit of any size.
 //! - [`domain`], [`msm`]: the FFTs and witness-shaped MSMs the prover uses.
 
 pub mod assignment;
+pub mod backend;
 pub mod domain;
-pub mod gpu;
+pub mod groth16;
 pub mod msm;
 pub mod param_cache;
 pub mod params;
 pub mod plan;
-pub mod prover;
 pub mod r1cs;
+pub mod request;
 pub mod shaped;
+mod sync;
 pub mod synthetic;
 pub mod verify;
 
 pub use assignment::{synthesize, DensityBitmap, ProvingAssignment, SizeHint};
+pub use backend::cpu::{prove, prove_start};
+pub use backend::{BackendError, CpuBackend, PartitionData, ProverBackend, ProverInput};
+pub use groth16::{finish, proof_to_bytes, PendingProof, ProveError, ProveTimings, Randomness, PROOF_BYTES};
 pub use param_cache::{CacheError, CacheOutcome, ParameterCache};
 pub use params::{ParamsError, PointCheck, ProvingParameters};
-pub use plan::ProofPlan;
-pub use prover::{
-    finish, proof_to_bytes, prove, prove_start, PendingProof, ProveError, ProveTimings, Randomness,
-    PROOF_BYTES,
-};
+pub use plan::{ParameterFile, ParameterRecipe, PlanError, PlanSource, ProofPlan};
 pub use r1cs::{CompiledR1cs, R1csError, Witness};
+pub use request::{Priority, ProofKind, ProofRequest, SectorFields};
 pub use synthetic::SyntheticCircuit;
 pub use verify::Verifier;
 

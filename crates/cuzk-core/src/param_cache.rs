@@ -10,7 +10,7 @@ use bellperson::{groth16::generate_random_parameters, Circuit, SynthesisError};
 use blstrs::{Bls12, Scalar};
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Errors of the cache.
@@ -51,13 +51,13 @@ pub enum CacheOutcome {
 
 /// A directory of `<circuit id>.params` / `.vk` files. Keeping parameters
 /// resident in memory is the caller's business (the engine's SRS manager).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ParameterCache {
     dir: PathBuf,
     /// Serialises generation within the process, so concurrent callers for
     /// one id generate it once. (Across processes the temporary-file-and-
     /// rename write keeps readers safe; both would write identical bytes.)
-    generating: Mutex<()>,
+    generating: Arc<Mutex<()>>,
 }
 
 impl ParameterCache {
@@ -70,7 +70,7 @@ impl ParameterCache {
         })?;
         Ok(Self {
             dir,
-            generating: Mutex::new(()),
+            generating: Arc::new(Mutex::new(())),
         })
     }
 
@@ -113,13 +113,28 @@ impl ParameterCache {
         {
             return Err(CacheError::BadId(circuit_id.to_string()));
         }
-        let _generating = self.generating.lock().unwrap_or_else(|e| e.into_inner());
+        let _generating = crate::sync::lock(&self.generating);
         let path = self.params_path(circuit_id);
         let started = Instant::now();
-        let (params, outcome) = if path.exists() {
-            // Files in the cache were written by this code; skip the
-            // subgroup checks (points are still checked to be on the curve).
-            let params = ProvingParameters::read(&path, PointCheck::SkipSubgroup)?;
+        // Files in the cache were written by this code; skip the subgroup
+        // checks (points are still checked to be on the curve). One that
+        // does not read (a crash mid-write elsewhere, disk corruption) is
+        // generated again: generation is deterministic in the id, so the
+        // new file has the bytes the old one should have had.
+        let cached = if path.exists() {
+            match ProvingParameters::read(&path, PointCheck::SkipSubgroup) {
+                Ok(params) => Some(params),
+                Err(e) => {
+                    tracing::warn!(circuit_id, error = %e, "cached parameters unreadable; generating them again");
+                    let _ = std::fs::remove_file(&path);
+                    let _ = std::fs::remove_file(path.with_extension("vk"));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let (params, outcome) = if let Some(params) = cached {
             (params, CacheOutcome::Loaded(started.elapsed()))
         } else {
             tracing::info!(circuit_id, path = %path.display(), "generating parameters");

@@ -1,8 +1,14 @@
-//! How a proof request becomes partitions: one [`ProofPlan`] per request.
-//! The engine schedules by it; proof types (the synthetic circuit, the
-//! Filecoin proofs) implement it.
+//! How a proof request becomes partitions.
+//!
+//! A [`PlanSource`] (the Filecoin proof types, the benchmark circuits) turns
+//! a [`ProofRequest`] into a [`ProofPlan`], and names how the parameters of
+//! its circuit ids are obtained ([`ParameterRecipe`]). The engine schedules
+//! by the plan and loads what the recipe says; it knows no proof type.
 
-use crate::{Bls12, Proof, ProvingAssignment, ProvingParameters, Randomness, Scalar, Verifier};
+use crate::params::{PointCheck, ProvingParameters};
+use crate::request::ProofRequest;
+use crate::{Bls12, Proof, ProvingAssignment, Randomness, Scalar, Verifier};
+use std::path::{Path, PathBuf};
 
 /// Bytes one partition of `constraints` constraints and `aux` variables
 /// holds while in flight: a/b/c padded to the domain, the assignments, and
@@ -15,10 +21,33 @@ pub fn partition_bytes(constraints: usize, aux: usize) -> u64 {
     (abc + witness) * 5 / 4
 }
 
+/// Why a request could not be planned, synthesised or verified.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The request is malformed or out of bounds.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The proof type is not served.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// The parameters cannot be had (missing file, unreadable, wrong circuit).
+    #[error("{0}")]
+    Parameters(String),
+    /// A partition's witness could not be computed.
+    #[error("synthesis failed: {0}")]
+    Synthesis(String),
+    /// The assembled proof did not verify.
+    #[error("verification failed: {0}")]
+    Verification(String),
+    /// A step that should not fail did.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
 /// Everything the pipeline needs to know about one proof.
 pub trait ProofPlan: Send + Sync + std::fmt::Debug {
-    /// Key of the parameters (SRS) the partitions are proved with: the file
-    /// stem of `<param_cache>/<circuit_id>.params`.
+    /// Key of the parameters (SRS) the partitions are proved with; the plan
+    /// source that made this plan knows how to obtain them.
     fn circuit_id(&self) -> String;
     /// Number of partitions, each a separate Groth16 proof.
     fn partitions(&self) -> usize;
@@ -26,7 +55,7 @@ pub trait ProofPlan: Send + Sync + std::fmt::Debug {
     /// of its synthesis to the end of `prove_start`.
     fn partition_bytes(&self) -> u64;
     /// Builds partition `index`'s proving assignment.
-    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, String>;
+    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, PlanError>;
     /// Public inputs of partition `index`, for verification.
     fn public_inputs(&self, index: usize) -> Vec<Scalar>;
 
@@ -40,15 +69,131 @@ pub trait ProofPlan: Send + Sync + std::fmt::Debug {
     /// Checks the whole proof before it is reported: by default every
     /// partition against its public inputs with bellperson's verifier.
     /// Proof types with their own verifier (filecoin-proofs') add it.
-    fn verify(&self, params: &ProvingParameters, proofs: &[Proof<Bls12>]) -> Result<(), String> {
-        let verifier = Verifier::new(&params.vk);
-        for (index, proof) in proofs.iter().enumerate() {
-            match verifier.verify(proof, &self.public_inputs(index)) {
-                Ok(true) => {}
-                Ok(false) => return Err(format!("partition {index} proof failed verification")),
-                Err(e) => return Err(format!("partition {index} verification error: {e}")),
+    fn verify(&self, params: &ProvingParameters, proofs: &[Proof<Bls12>]) -> Result<(), PlanError> {
+        verify_partitions(params, proofs, |index| self.public_inputs(index))
+    }
+}
+
+/// Every partition proof against its public inputs, with bellperson's
+/// verifier (the default [`ProofPlan::verify`]).
+pub fn verify_partitions(
+    params: &ProvingParameters,
+    proofs: &[Proof<Bls12>],
+    public_inputs: impl Fn(usize) -> Vec<Scalar>,
+) -> Result<(), PlanError> {
+    let verifier = Verifier::new(&params.vk);
+    for (index, proof) in proofs.iter().enumerate() {
+        match verifier.verify(proof, &public_inputs(index)) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(PlanError::Verification(format!(
+                    "partition {index} proof failed verification"
+                )))
+            }
+            Err(e) => {
+                return Err(PlanError::Verification(format!(
+                    "partition {index} verification error: {e}"
+                )))
             }
         }
-        Ok(())
+    }
+    Ok(())
+}
+
+/// How one circuit's parameters are obtained: read from a file, or
+/// generated on first use (benchmark circuits).
+pub trait ParameterRecipe: Send + Sync + std::fmt::Debug {
+    /// Whether the parameters can be had without loading them (a present
+    /// file, or a generator), checked at submission so that a request for
+    /// missing parameters is refused then, naming what is missing.
+    fn check_available(&self) -> Result<(), PlanError>;
+    /// Reads (or generates, then reads) the parameters.
+    fn load(&self) -> Result<ProvingParameters, PlanError>;
+    /// The id these parameters are kept under when the id asked for is an
+    /// alias (Curio's `porep-32g` for the official circuit id), so that
+    /// both names share one resident copy; `None` keeps the asked id.
+    fn canonical_id(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Turns requests into plans and circuit ids into parameter recipes; one
+/// per family of proof types. The engine asks each source in turn.
+pub trait PlanSource: Send + Sync + std::fmt::Debug {
+    /// Short name, for logs.
+    fn name(&self) -> &'static str;
+    /// The plan for `request`, or `None` when the request is not this
+    /// source's (another source may serve it).
+    fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>>;
+    /// How `circuit_id`'s parameters are obtained, `None` when the id is
+    /// not this source's, or an error when it is this source's but can
+    /// never be served (out of bounds, malformed).
+    fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>>;
+}
+
+/// Parameters read from a `.params` file.
+#[derive(Debug, Clone)]
+pub struct ParameterFile {
+    /// The file.
+    pub path: PathBuf,
+    /// How much of each point is checked while reading.
+    pub check: PointCheck,
+    /// Said after "not found" when the file is missing (how to get it).
+    pub missing_hint: String,
+    /// The id the parameters are kept under (see
+    /// [`ParameterRecipe::canonical_id`]); `None`: the id asked for.
+    pub canonical_id: Option<String>,
+}
+
+impl ParameterFile {
+    /// `path`, read with `check`.
+    pub fn new(path: impl AsRef<Path>, check: PointCheck) -> Self {
+        Self {
+            path: path.as_ref().to_path_buf(),
+            check,
+            missing_hint: String::new(),
+            canonical_id: None,
+        }
+    }
+
+    /// The same, kept under `id` whatever alias asked for it.
+    pub fn kept_as(mut self, id: impl Into<String>) -> Self {
+        self.canonical_id = Some(id.into());
+        self
+    }
+
+    /// The same, saying `hint` when the file is missing.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.missing_hint = hint.into();
+        self
+    }
+}
+
+impl ParameterRecipe for ParameterFile {
+    fn check_available(&self) -> Result<(), PlanError> {
+        if self.path.exists() {
+            Ok(())
+        } else {
+            // The file's name, not its path: errors go to clients, and the
+            // server's directory layout is none of theirs.
+            Err(PlanError::Parameters(format!(
+                "parameter file {} not found in the parameter directory{}{}",
+                self.path.file_name().map_or_else(
+                    || self.path.display().to_string(),
+                    |n| n.to_string_lossy().into_owned()
+                ),
+                if self.missing_hint.is_empty() { "" } else { " " },
+                self.missing_hint
+            )))
+        }
+    }
+
+    fn canonical_id(&self) -> Option<&str> {
+        self.canonical_id.as_deref()
+    }
+
+    fn load(&self) -> Result<ProvingParameters, PlanError> {
+        self.check_available()?;
+        ProvingParameters::read(&self.path, self.check).map_err(|e| PlanError::Parameters(e.to_string()))
     }
 }

@@ -435,7 +435,7 @@ pub fn write_shaped_parameters(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prover::{prove, Randomness};
+    use crate::{prove, Randomness};
     use std::sync::Arc;
 
     #[test]

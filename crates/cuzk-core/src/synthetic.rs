@@ -31,17 +31,34 @@ pub struct SyntheticCircuit {
     witness_seed: u64,
 }
 
+/// A synthetic circuit asked for with fewer constraints than its inputs need.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a synthetic circuit with {inputs} public inputs needs at least {min} constraints, got {got}")]
+pub struct TooFewConstraints {
+    /// Public inputs asked for.
+    pub inputs: usize,
+    /// Constraints they need.
+    pub min: usize,
+    /// Constraints asked for.
+    pub got: usize,
+}
+
 impl SyntheticCircuit {
     /// A circuit whose R1CS has exactly `constraints` constraints, counting
     /// the one per input (and the constant one) that the prover appends, so
     /// `constraints = 2^k` fills a 2^k FFT domain exactly.
-    pub fn new(constraints: usize, public_inputs: Vec<Scalar>, witness_seed: u64) -> Result<Self, String> {
+    pub fn new(
+        constraints: usize,
+        public_inputs: Vec<Scalar>,
+        witness_seed: u64,
+    ) -> Result<Self, TooFewConstraints> {
         let min = Self::min_constraints(public_inputs.len());
         if constraints < min {
-            return Err(format!(
-                "a synthetic circuit with {} public inputs needs at least {min} constraints, got {constraints}",
-                public_inputs.len()
-            ));
+            return Err(TooFewConstraints {
+                inputs: public_inputs.len(),
+                min,
+                got: constraints,
+            });
         }
         Ok(Self {
             constraints,

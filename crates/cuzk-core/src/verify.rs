@@ -4,6 +4,12 @@
 use bellperson::groth16::{prepare_verifying_key, verify_proof, PreparedVerifyingKey, Proof, VerifyingKey};
 use blstrs::{Bls12, Scalar};
 
+/// Why a proof could not be checked at all (bellperson's verifier error,
+/// e.g. a wrong number of public inputs).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot verify: {0}")]
+pub struct VerifyError(#[from] bellperson::SynthesisError);
+
 /// A verifying key prepared once for repeated verification.
 pub struct Verifier {
     prepared: PreparedVerifyingKey<Bls12>,
@@ -23,8 +29,9 @@ impl Verifier {
         }
     }
 
-    /// Whether `proof` is valid for `public_inputs` (without the constant one).
-    pub fn verify(&self, proof: &Proof<Bls12>, public_inputs: &[Scalar]) -> Result<bool, String> {
-        verify_proof(&self.prepared, proof, public_inputs).map_err(|e| e.to_string())
+    /// Whether `proof` is valid for `public_inputs` (without the constant
+    /// one); an error when it cannot even be checked (wrong input count).
+    pub fn verify(&self, proof: &Proof<Bls12>, public_inputs: &[Scalar]) -> Result<bool, VerifyError> {
+        Ok(verify_proof(&self.prepared, proof, public_inputs)?)
     }
 }

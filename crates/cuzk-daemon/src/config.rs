@@ -23,6 +23,8 @@ pub struct Config {
     pub memory: MemorySection,
     /// `[pipeline]`
     pub pipeline: PipelineSection,
+    /// `[benchmark]`
+    pub benchmark: BenchmarkSection,
     /// `[logging]`
     pub logging: LoggingSection,
 }
@@ -37,16 +39,41 @@ pub struct DaemonSection {
     pub status_listen: Option<String>,
     /// Seconds jobs in flight get to finish at SIGINT/SIGTERM before the rest are cancelled.
     pub shutdown_grace_secs: u64,
+    /// File holding the bearer token that every gRPC call (health checks
+    /// excepted) and HTTP `/status` must present; `CUZK_AUTH_TOKEN` is the
+    /// alternative. Unset: no token (see SECURITY.md).
+    pub auth_token_file: Option<PathBuf>,
+    /// Permissions of a Unix socket, in octal ("0600", "0660"), applied
+    /// whatever the umask.
+    pub socket_mode: String,
+    /// `[daemon.tls]`: TLS for a TCP listener.
+    pub tls: Option<TlsSection>,
 }
 
 impl Default for DaemonSection {
     fn default() -> Self {
         Self {
-            listen: "0.0.0.0:9820".into(),
+            listen: "127.0.0.1:9820".into(),
             status_listen: None,
             shutdown_grace_secs: 30,
+            auth_token_file: None,
+            socket_mode: "0600".into(),
+            tls: None,
         }
     }
+}
+
+/// `[daemon.tls]`: the server's certificate chain and key (PEM), and
+/// optionally the CA whose certificates clients must present (mutual TLS).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSection {
+    /// PEM certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+    /// PEM CA certificates; when set, clients must present a certificate it signed.
+    pub client_ca: Option<PathBuf>,
 }
 
 /// `[srs]`
@@ -59,6 +86,9 @@ pub struct SrsSection {
     pub preload: Vec<String>,
     /// Resident parameter bytes above which idle ones are evicted ("0" = no limit).
     pub memory_limit: Option<ByteSize>,
+    /// Seconds after which parameters no job used are evicted (unset: 7200;
+    /// 0: never).
+    pub idle_evict_secs: Option<u64>,
 }
 
 /// `[synthesis]`
@@ -135,6 +165,8 @@ pub struct PipelineSection {
     pub result_ttl_secs: u64,
     /// Finished results kept at most.
     pub result_capacity: usize,
+    /// Jobs queued or running at most; SubmitProof beyond is RESOURCE_EXHAUSTED.
+    pub max_queued_jobs: usize,
 }
 
 impl Default for PipelineSection {
@@ -143,7 +175,25 @@ impl Default for PipelineSection {
             max_gpu_queue_depth: 1,
             result_ttl_secs: 600,
             result_capacity: 10_000,
+            max_queued_jobs: 1_000,
         }
+    }
+}
+
+/// `[benchmark]`: the benchmark-only request types.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BenchmarkSection {
+    /// Serve synthetic and shaped requests (registered proof 9000) and
+    /// PreloadSRS of their circuit ids. Their parameters are generated on
+    /// first use (minutes of CPU and many GiB of disk at large sizes), so a
+    /// production daemon sets this to false.
+    pub synthetic: bool,
+}
+
+impl Default for BenchmarkSection {
+    fn default() -> Self {
+        Self { synthetic: true }
     }
 }
 
@@ -244,6 +294,9 @@ impl Config {
         if self.pipeline.max_gpu_queue_depth == 0 {
             bail!("[pipeline] max_gpu_queue_depth must be at least 1");
         }
+        if self.pipeline.max_queued_jobs == 0 {
+            bail!("[pipeline] max_queued_jobs must be at least 1");
+        }
         Ok(())
     }
 
@@ -264,33 +317,36 @@ impl Config {
         }
     }
 
-    /// The engine's settings.
+    /// The engine's settings (its backends and plan sources are built by
+    /// [`crate::setup::EngineSetup`]).
     pub fn engine_config(&self) -> anyhow::Result<EngineConfig> {
         Ok(EngineConfig {
-            param_cache: self
-                .srs
-                .param_cache
-                .clone()
-                .unwrap_or_else(cuzk_core::ParameterCache::default_dir),
             srs_memory_limit: match self.srs.memory_limit {
                 Some(ByteSize::Bytes(n)) => n,
                 _ => 0,
             },
+            srs_idle_evict: match self.srs.idle_evict_secs {
+                None => EngineConfig::default().srs_idle_evict,
+                Some(0) => None,
+                Some(secs) => Some(Duration::from_secs(secs)),
+            },
             preload: self.srs.preload.clone(),
             partition_workers: self.synthesis.partition_workers,
-            gpu_workers_per_device: self.gpus.gpu_workers_per_device,
-            max_gpu_queue_depth: self.pipeline.max_gpu_queue_depth,
+            workers_per_backend: self.gpus.gpu_workers_per_device,
+            max_prover_queue_depth: self.pipeline.max_gpu_queue_depth,
             memory_budget: self.memory_budget()?,
             result_ttl: Duration::from_secs(self.pipeline.result_ttl_secs),
             result_capacity: self.pipeline.result_capacity,
-            use_gpu: self.gpus.enabled,
-            gpu_devices: self.gpus.devices.clone(),
-            srs_residency: self
-                .gpus
-                .srs_residency
-                .parse()
-                .map_err(|e: String| anyhow::anyhow!("[gpus] srs_residency: {e}"))?,
+            max_queued_jobs: self.pipeline.max_queued_jobs,
         })
+    }
+
+    /// The parameter directory: `[srs] param_cache`, else the default.
+    pub fn param_dir(&self) -> std::path::PathBuf {
+        self.srs
+            .param_cache
+            .clone()
+            .unwrap_or_else(cuzk_core::ParameterCache::default_dir)
     }
 }
 

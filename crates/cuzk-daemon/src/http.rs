@@ -12,17 +12,26 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .with_state(engine)
 }
 
+/// Runs `f` on the blocking pool: engine status and metrics ask every
+/// backend, and the async workers must stay free for gRPC.
+async fn off_runtime<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f)
+        .await
+        .expect("status task panicked")
+}
+
 async fn metrics(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        engine.metrics_text(),
-    )
+    let text = off_runtime(move || engine.metrics_text()).await;
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 
 async fn status(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
-    let s = engine.status();
+    let (s, accepting) = {
+        let engine = Arc::clone(&engine);
+        off_runtime(move || (engine.status(), engine.is_accepting())).await
+    };
     let body = serde_json::json!({
-        "accepting": engine.is_accepting(),
+        "accepting": accepting,
         "uptime_seconds": s.uptime.as_secs(),
         "total_proofs_completed": s.completed,
         "total_proofs_failed": s.failed,
@@ -31,10 +40,11 @@ async fn status(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
         "partitions_waiting_for_synthesis": s.queued_partitions.0,
         "partitions_waiting_for_prover": s.queued_partitions.1,
         "devices": s.devices.iter().map(|d| serde_json::json!({
-            "ordinal": d.ordinal,
-            "name": d.name,
-            "vram_total_bytes": d.vram_total_bytes,
-            "vram_free_bytes": d.vram_free_bytes,
+            "ordinal": d.backend.ordinal,
+            "name": d.backend.name,
+            "kind": format!("{:?}", d.backend.kind).to_lowercase(),
+            "memory_total_bytes": d.backend.memory_total_bytes,
+            "memory_free_bytes": d.backend.memory_free_bytes,
             "current_job_id": d.current_job_id,
             "current_proof_kind": d.current_proof_kind,
         })).collect::<Vec<_>>(),

@@ -1,7 +1,12 @@
-//! The cuzk daemon: configuration, the gRPC service, the HTTP status
-//! endpoints, and the serve loop with graceful shutdown.
+//! The cuzk daemon: configuration, what the engine is started with, the
+//! gRPC service and its wire conversions, the HTTP status endpoints, and
+//! the serve loop with graceful shutdown.
 
+pub mod access;
 pub mod config;
 pub mod http;
 pub mod server;
 pub mod service;
+pub mod setup;
+pub mod uds;
+pub mod wire;

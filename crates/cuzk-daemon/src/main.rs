@@ -15,7 +15,8 @@ struct Cli {
     /// TOML configuration (see cuzk.example.toml); built-in defaults without it.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// gRPC address, overriding [daemon] listen: host:port or unix:///path.
+    /// gRPC address, overriding [daemon] listen: host:port or unix:///path
+    /// (default 127.0.0.1:9820; see SECURITY.md before listening elsewhere).
     #[arg(long)]
     listen: Option<String>,
     /// HTTP /metrics and /status address, overriding [daemon] status_listen.
@@ -27,6 +28,10 @@ struct Cli {
     /// Parameter directory, overriding [srs] param_cache.
     #[arg(long)]
     param_cache: Option<PathBuf>,
+    /// File holding the bearer token clients must send, overriding [daemon]
+    /// auth_token_file (CUZK_AUTH_TOKEN is the alternative).
+    #[arg(long)]
+    auth_token_file: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -46,6 +51,9 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(dir) = cli.param_cache {
         config.srs.param_cache = Some(dir);
+    }
+    if let Some(path) = cli.auth_token_file {
+        config.daemon.auth_token_file = Some(path);
     }
     // One parameter directory for cuzk and filecoin-proofs (whose verifiers
     // read the .vk files), set before any thread starts.

@@ -1,16 +1,22 @@
-//! Serving: gRPC on TCP or a Unix socket, the health service, the optional
-//! HTTP endpoints, and shutdown on SIGINT/SIGTERM.
+//! Serving: gRPC on TCP (optionally TLS) or a Unix socket, the health
+//! service, the optional HTTP endpoints, the bearer token on both, and
+//! shutdown on SIGINT/SIGTERM.
 
+use crate::access::{self, AuthInterceptor, Token};
 use crate::config::Config;
 use crate::service::Service;
+use crate::setup::EngineSetup;
+use crate::uds;
 use anyhow::Context;
-use cuzk_engine::Engine;
 use cuzk_proto::v1::proving_engine_server::ProvingEngineServer;
 use cuzk_proto::MAX_MESSAGE_BYTES;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
-use tonic::transport::Server;
+use tokio_stream::StreamExt;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Server, ServerTlsConfig};
 
 /// Resolves on SIGINT or SIGTERM.
 async fn termination_signal() {
@@ -23,21 +29,77 @@ async fn termination_signal() {
     }
 }
 
+/// Where gRPC listens, and how it is protected.
+enum Listen {
+    Tcp {
+        addr: String,
+        tls: Option<ServerTlsConfig>,
+    },
+    Unix {
+        path: PathBuf,
+        mode: u32,
+    },
+}
+
+/// Everything about access that can be wrong in the configuration, checked
+/// before the engine starts (which may take minutes to load parameters).
+fn access_config(config: &Config) -> anyhow::Result<(Listen, Option<Token>)> {
+    let daemon = &config.daemon;
+    let env = std::env::var_os(access::TOKEN_ENV).map(|v| v.to_string_lossy().into_owned());
+    let token = access::load_token(daemon, env)?;
+    let listen = match daemon.listen.strip_prefix("unix://") {
+        Some(path) => {
+            let path = PathBuf::from(path);
+            let mode = uds::parse_mode(&daemon.socket_mode)?;
+            if mode & 0o007 != 0 {
+                tracing::warn!(
+                    socket = %path.display(),
+                    mode = format!("{mode:04o}"),
+                    "the socket is open to every user of this machine"
+                );
+            }
+            if daemon.tls.is_some() {
+                tracing::warn!(
+                    "[daemon.tls] applies to TCP listeners; the Unix socket is served without TLS"
+                );
+            }
+            uds::check_path(&path)?;
+            Listen::Unix { path, mode }
+        }
+        None => {
+            let tls = daemon.tls.as_ref().map(access::server_tls).transpose()?;
+            if let Some(tls) = &tls {
+                // Parses the certificate and key now, not at the first connection.
+                Server::builder()
+                    .tls_config(tls.clone())
+                    .context("loading [daemon.tls] cert and key")?;
+            }
+            Listen::Tcp {
+                addr: daemon.listen.clone(),
+                tls,
+            }
+        }
+    };
+    Ok((listen, token))
+}
+
 /// Runs the daemon until a termination signal, then shuts down cleanly:
 /// new submissions are refused, jobs in flight get `shutdown_grace_secs` to
 /// finish (clients can still await them), the rest are cancelled, and only
 /// then does the gRPC server stop.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
-    let engine_config = config.engine_config()?;
+    let (listen, token) = access_config(&config)?;
+    let param_dir = config.param_dir();
+    let setup = EngineSetup::from_config(&config, &param_dir)?;
     tracing::info!(
-        param_cache = %engine_config.param_cache.display(),
-        memory_budget = engine_config.memory_budget,
-        partition_workers = engine_config.partition_workers,
-        gpu_workers_per_device = engine_config.gpu_workers_per_device,
+        param_cache = %param_dir.display(),
+        memory_budget = setup.config.memory_budget,
+        partition_workers = setup.config.partition_workers,
+        workers_per_backend = setup.config.workers_per_backend,
         "starting engine"
     );
     let engine = Arc::new(
-        tokio::task::spawn_blocking(move || Engine::start(engine_config))
+        tokio::task::spawn_blocking(move || setup.start())
             .await?
             .context("starting the engine")?,
     );
@@ -46,9 +108,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     health_reporter
         .set_serving::<ProvingEngineServer<Service>>()
         .await;
-    let service = ProvingEngineServer::new(Service::new(Arc::clone(&engine)))
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    // The token guards the engine's service; health checks stay open (they
+    // reveal only SERVING / NOT_SERVING).
+    let service = InterceptedService::new(
+        ProvingEngineServer::new(Service::new(Arc::clone(&engine)))
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        AuthInterceptor::new(token.clone()),
+    );
 
     // Fires once the engine has finished shutting down.
     let (stopped_tx, stopped_rx) = watch::channel(false);
@@ -63,8 +130,21 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
                 grace_secs = grace.as_secs(),
                 "shutting down: no new jobs accepted"
             );
-            let _ = tokio::task::spawn_blocking(move || engine.shutdown(grace)).await;
+            let began = std::time::Instant::now();
+            let had_work = engine.unfinished_jobs() > 0;
+            {
+                let engine = Arc::clone(&engine);
+                let _ = tokio::task::spawn_blocking(move || engine.shutdown(grace)).await;
+            }
             tracing::info!("engine stopped; every accepted job has a final status");
+            // Results of jobs that ended during shutdown stay collectable
+            // until every one has been awaited or the grace period ends.
+            if had_work {
+                let deadline = began + grace;
+                while std::time::Instant::now() < deadline && engine.uncollected_since(began) > 0 {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
             let _ = stopped_tx.send(true);
         });
     }
@@ -76,8 +156,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding status address {addr}"))?;
-        tracing::info!(addr = %listener.local_addr()?, "HTTP /metrics and /status listening");
-        let app = crate::http::router(Arc::clone(&engine));
+        let local = listener.local_addr()?;
+        tracing::info!(
+            addr = %local,
+            token_required = token.is_some(),
+            "HTTP /metrics and /status listening (/status needs the token when one is set)"
+        );
+        access::warn_if_http_exposed(local, token.is_some());
+        let app = access::protect_http(crate::http::router(Arc::clone(&engine)), token.clone());
         let rx = stopped_rx.clone();
         tokio::spawn(async move {
             let _ = axum::serve(listener, app)
@@ -86,32 +172,51 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         });
     }
 
-    let router = Server::builder().add_service(health_service).add_service(service);
-    let listen = config.daemon.listen.clone();
-    if let Some(path) = listen.strip_prefix("unix://") {
-        // A socket file left by a previous run would make bind fail.
-        let _ = std::fs::remove_file(path);
-        let listener =
-            tokio::net::UnixListener::bind(path).with_context(|| format!("binding Unix socket {path}"))?;
-        tracing::info!(socket = path, "gRPC listening");
-        router
-            .serve_with_incoming_shutdown(
-                tokio_stream::wrappers::UnixListenerStream::new(listener),
-                stopped(stopped_rx),
-            )
-            .await?;
-        let _ = std::fs::remove_file(path);
-    } else {
-        let listener = tokio::net::TcpListener::bind(&listen)
-            .await
-            .with_context(|| format!("binding {listen}"))?;
-        tracing::info!(addr = %listener.local_addr()?, "gRPC listening");
-        router
-            .serve_with_incoming_shutdown(
-                tokio_stream::wrappers::TcpListenerStream::new(listener),
-                stopped(stopped_rx),
-            )
-            .await?;
+    match listen {
+        Listen::Unix { path, mode } => {
+            let (listener, socket) = uds::bind(&path, mode)?;
+            tracing::info!(
+                socket = %path.display(),
+                mode = format!("{mode:04o}"),
+                token_required = token.is_some(),
+                "gRPC listening"
+            );
+            let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener)
+                .map(|connection| connection.map(uds::FixedStream::new));
+            let served = Server::builder()
+                .add_service(health_service)
+                .add_service(service)
+                .serve_with_incoming_shutdown(incoming, stopped(stopped_rx))
+                .await;
+            socket.remove();
+            served?;
+        }
+        Listen::Tcp { addr, tls } => {
+            let mut builder = Server::builder();
+            let tls_on = tls.is_some();
+            if let Some(tls) = tls {
+                builder = builder.tls_config(tls).context("loading [daemon.tls]")?;
+            }
+            let listener = tokio::net::TcpListener::bind(&addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
+            let local = listener.local_addr()?;
+            tracing::info!(
+                addr = %local,
+                tls = tls_on,
+                token_required = token.is_some(),
+                "gRPC listening"
+            );
+            access::warn_if_exposed(local, tls_on, token.is_some());
+            builder
+                .add_service(health_service)
+                .add_service(service)
+                .serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::TcpListenerStream::new(listener),
+                    stopped(stopped_rx),
+                )
+                .await?;
+        }
     }
     tracing::info!("daemon stopped");
     Ok(())

@@ -2,10 +2,11 @@
 //! through its gRPC API. No mocks: every proof is checked with bellperson's
 //! verifier against the `.vk` the daemon wrote.
 
+use cuzk_core::ProofPlan;
 use cuzk_core::{ParameterCache, Proof, Verifier, PROOF_BYTES};
-use cuzk_engine::plan::{ProofPlan, SyntheticPlan};
-use cuzk_engine::SyntheticSpec;
 use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
+use cuzk_synthetic::SyntheticPlan;
+use cuzk_synthetic::SyntheticSpec;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -32,7 +33,7 @@ fn submit_request(
 ) -> pb::SubmitProofRequest {
     pb::SubmitProofRequest {
         proof_kind: kind as i32,
-        registered_proof: cuzk_engine::SYNTHETIC_REGISTERED_PROOF,
+        registered_proof: cuzk_synthetic::SYNTHETIC_REGISTERED_PROOF,
         priority: priority as i32,
         vanilla_proof: spec.to_vanilla_proof(),
         ..Default::default()
@@ -328,12 +329,39 @@ async fn bad_requests_get_the_right_status_and_the_daemon_keeps_serving() {
         })
         .await
         .unwrap_err();
+    // Curio's name is the official 32 GiB PoRep file (issue 12.5), named
+    // without the server's directory.
     assert_eq!(no_srs.code(), Code::FailedPrecondition);
     assert!(
-        no_srs.message().contains("porep-32g.params"),
+        no_srs
+            .message()
+            .contains("v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-0")
+            && no_srs.message().contains(".params"),
         "{}",
         no_srs.message()
     );
+    assert!(
+        !no_srs
+            .message()
+            .contains(&daemon.params_dir().display().to_string()),
+        "no server path in errors: {}",
+        no_srs.message()
+    );
+    // A path as a circuit id is refused, and does not say whether it exists.
+    for id in ["/etc/hostname", "../../etc/passwd"] {
+        let refused = client
+            .preload_srs(pb::PreloadSrsRequest {
+                circuit_id: id.into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused.code(),
+            Code::InvalidArgument,
+            "{id}: {}",
+            refused.message()
+        );
+    }
 
     // Still serving: a good proof through the combined Prove call.
     let response = client
@@ -498,6 +526,111 @@ async fn sigterm_under_load_leaves_no_job_without_a_final_status() {
     assert!(daemon.log().contains("every accepted job has a final status"));
 }
 
+/// Regression (issue 12.8): a job that finished during shutdown could not
+/// be collected (214 of 600 late awaits got UNAVAILABLE: the daemon exited
+/// as soon as the engine stopped). Its result stays collectable until it has
+/// been awaited or the grace period ends, and then the daemon exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_finished_during_shutdown_can_still_be_awaited() {
+    let mut daemon = Daemon::start(Listen::Tcp, "[daemon]\nshutdown_grace_secs = 60\n");
+    let mut client = daemon.client();
+    let s = spec(1 << 10, 2, 41);
+    let job = submit(&mut client, &s, pb::Priority::Normal).await;
+    daemon.signal("TERM");
+    // Long enough for the job to finish and the engine to stop; nobody has
+    // awaited it yet.
+    let log_says = |daemon: &Daemon| daemon.log().contains("every accepted job has a final status");
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !log_says(&daemon) {
+        assert!(std::time::Instant::now() < deadline, "the engine never stopped");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let response = await_job(&mut client, &job, 0).await;
+    assert_eq!(
+        Status::try_from(response.status).unwrap(),
+        Status::Completed,
+        "{}",
+        response.error_message
+    );
+    check_proof(&daemon.params_dir(), &s, &response);
+    // Collected: the daemon exits well before the 60 s grace period.
+    let started = std::time::Instant::now();
+    let exit = daemon.child.wait().unwrap();
+    assert!(exit.success(), "daemon exited with {exit}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "exited only after {:?}",
+        started.elapsed()
+    );
+}
+
+/// Sends raw bytes as a request message, whatever they decode to.
+#[derive(Debug, Clone, Default)]
+struct RawCodec;
+
+impl tonic::codec::Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = RawCodec;
+    type Decoder = RawCodec;
+    fn encoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+    fn decoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+}
+
+impl tonic::codec::Encoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+    fn encode(&mut self, item: Vec<u8>, buf: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), tonic::Status> {
+        bytes::BufMut::put_slice(buf, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+    fn decode(&mut self, buf: &mut tonic::codec::DecodeBuf<'_>) -> Result<Option<Vec<u8>>, tonic::Status> {
+        let n = bytes::Buf::remaining(buf);
+        Ok(Some(bytes::Buf::copy_to_bytes(buf, n).to_vec()))
+    }
+}
+
+/// Regression (issue 12.7): a message that does not decode was INTERNAL
+/// (a server fault) instead of INVALID_ARGUMENT; the daemon keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undecodable_messages_are_invalid_arguments() {
+    let daemon = Daemon::start(Listen::Tcp, "");
+    let mut grpc = tonic::client::Grpc::new(daemon.channel.clone());
+    for (method, garbage) in [
+        ("/cuzk.v1.ProvingEngine/SubmitProof", vec![0xff; 16]),
+        (
+            "/cuzk.v1.ProvingEngine/AwaitProof",
+            vec![0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f],
+        ),
+        ("/cuzk.v1.ProvingEngine/PreloadSRS", vec![0x12]),
+    ] {
+        grpc.ready().await.unwrap();
+        let status = grpc
+            .unary::<Vec<u8>, Vec<u8>, RawCodec>(
+                tonic::Request::new(garbage),
+                tonic::codegen::http::uri::PathAndQuery::from_static(method),
+                RawCodec,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{method}: {status:?}");
+    }
+    let mut client = daemon.client();
+    let s = spec(1 << 9, 1, 51);
+    let job = submit(&mut client, &s, pb::Priority::Normal).await;
+    check_proof(&daemon.params_dir(), &s, &await_job(&mut client, &job, 0).await);
+}
+
 fn rss_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|l| l.starts_with(field)).unwrap();
@@ -507,7 +640,7 @@ fn rss_kib(pid: u32, field: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn small_memory_budget_bounds_peak_rss() {
     let size = 1 << 16;
-    let per_partition = cuzk_engine::plan::partition_bytes(size, size);
+    let per_partition = cuzk_core::plan::partition_bytes(size, size);
     let budget = 2 * per_partition;
     // Generate the parameters here so the daemon only loads them.
     let dir = tempfile::tempdir().unwrap();

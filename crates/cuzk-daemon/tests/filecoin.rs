@@ -4,8 +4,8 @@
 //! every returned proof checked here again with filecoin-proofs-api's own
 //! verifiers, and malformed inputs refused with INVALID_ARGUMENT.
 
+use cuzk_core::ProofKind as Kind;
 use cuzk_filecoin::fixtures::{self, FixtureManifest, VanillaRequestFile};
-use cuzk_filecoin::Kind;
 use cuzk_proto::v1 as pb;
 use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
 use std::collections::BTreeMap;
@@ -37,10 +37,10 @@ fn ensure_params(kind: Kind) {
     param_dir();
     let proofs = fixtures::SizeProofs::for_sector_size(2048).unwrap();
     let number = match kind {
-        Kind::Porep => fixtures::seal_proof_abi(proofs.seal),
-        Kind::Winning => fixtures::post_proof_abi(proofs.winning),
-        Kind::Window => fixtures::post_proof_abi(proofs.window),
-        Kind::Snap => fixtures::update_proof_abi(proofs.update),
+        Kind::PorepSealCommit => fixtures::seal_proof_abi(proofs.seal),
+        Kind::WinningPost => fixtures::post_proof_abi(proofs.winning),
+        Kind::WindowPostPartition => fixtures::post_proof_abi(proofs.window),
+        Kind::SnapDealsUpdate => fixtures::update_proof_abi(proofs.update),
     };
     let files = cuzk_filecoin::params::ensure(kind, number, 1).unwrap();
     if files.generated_in.as_millis() > 0 {
@@ -127,8 +127,8 @@ fn replicas(file: &VanillaRequestFile) -> BTreeMap<SectorId, PublicReplicaInfo> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn winning_and_window_post_verify_with_filecoin_proofs() {
-    ensure_params(Kind::Winning);
-    ensure_params(Kind::Window);
+    ensure_params(Kind::WinningPost);
+    ensure_params(Kind::WindowPostPartition);
     let daemon = daemon();
     let mut client = daemon.client();
     let manifest = &fixture().1;
@@ -178,7 +178,7 @@ async fn winning_and_window_post_verify_with_filecoin_proofs() {
 async fn porep_c2_verifies_with_filecoin_proofs() {
     // PoRep 2 KiB parameters take minutes to generate on 2 cores (once per
     // machine: they stay in the target directory).
-    ensure_params(Kind::Porep);
+    ensure_params(Kind::PorepSealCommit);
     let daemon = daemon();
     let mut client = daemon.client();
     let manifest = &fixture().1;
@@ -207,7 +207,7 @@ async fn porep_c2_verifies_with_filecoin_proofs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs SnapDeals parameters (about 14 min to generate on 2 cores)"]
 async fn snapdeals_verifies_with_filecoin_proofs() {
-    ensure_params(Kind::Snap);
+    ensure_params(Kind::SnapDealsUpdate);
     let daemon = daemon();
     let mut client = daemon.client();
 

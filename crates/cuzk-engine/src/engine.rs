@@ -1,70 +1,23 @@
-//! The engine: submission, the worker threads, status and shutdown.
+//! The engine's public API: start it with its backends and plan sources,
+//! submit, await, cancel, status, shutdown. The pipeline itself is in
+//! [`crate::stages`].
 
+use crate::config::EngineConfig;
 use crate::job::{Job, JobResult, JobStatus};
 use crate::metrics::Metrics;
-use crate::plan::plan_for;
-use crate::request::{Priority, ProofKind, ProofRequest};
-use crate::sched::{Dispatch, Handoff, Rank, ReadyItem, WorkItem};
-use crate::srs::{SrsManager, SrsStatus};
-use crate::timeline;
+use crate::plans::PlanSources;
+use crate::sched::{Dispatch, Handoff, Rank, WorkItem};
+use crate::srs::SrsManager;
+use crate::stages::{self, finish::FinishItem};
+use crate::state::{finalize, lock, Device, JobTable, Shared};
+use crate::status::{DeviceStatus, EngineStatus, KindQueue};
 use crate::EngineError;
-use cuzk_core::gpu::{GpuOutcome, GpuProver};
-use cuzk_core::{finish, proof_to_bytes, prove_start, ParameterCache, PendingProof};
-use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use cuzk_core::{CpuBackend, PlanSource, ProofKind, ProofRequest, ProverBackend};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// Engine settings (the daemon's TOML maps onto these).
-#[derive(Clone, Debug)]
-pub struct EngineConfig {
-    /// Directory of parameter files (and of generated synthetic ones).
-    pub param_cache: PathBuf,
-    /// Resident parameter bytes above which idle ones are evicted (0 = no limit).
-    pub srs_memory_limit: u64,
-    /// Circuit ids loaded at start.
-    pub preload: Vec<String>,
-    /// Synthesis threads.
-    pub partition_workers: usize,
-    /// Prover workers per device (the CPU backend counts as one device).
-    pub gpu_workers_per_device: usize,
-    /// Synthesised partitions that may wait for a prover.
-    pub max_gpu_queue_depth: usize,
-    /// Bytes granted to partitions in flight.
-    pub memory_budget: u64,
-    /// How long finished results are kept.
-    pub result_ttl: Duration,
-    /// How many finished results are kept at most.
-    pub result_capacity: usize,
-    /// Prove on the GPUs when the build has the CUDA backend and a GPU is present.
-    pub use_gpu: bool,
-    /// GPU ordinals to use (empty = all visible).
-    pub gpu_devices: Vec<u32>,
-    /// Where the G1 parameter sections live while a GPU proves with them.
-    pub srs_residency: cuzk_core::gpu::Residency,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        Self {
-            param_cache: ParameterCache::default_dir(),
-            srs_memory_limit: 0,
-            preload: Vec::new(),
-            partition_workers: 2,
-            gpu_workers_per_device: 2,
-            max_gpu_queue_depth: 1,
-            memory_budget: 4 << 30,
-            result_ttl: Duration::from_secs(600),
-            result_capacity: 10_000,
-            use_gpu: true,
-            gpu_devices: Vec::new(),
-            srs_residency: cuzk_core::gpu::Residency::Auto,
-        }
-    }
-}
 
 /// Answer to a submission.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,163 +32,76 @@ pub struct SubmitOutcome {
     pub duplicate: bool,
 }
 
-/// A prover device as reported by status.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceStatus {
-    /// Index.
-    pub ordinal: u32,
-    /// Name.
-    pub name: String,
-    /// Memory, when it is a GPU.
-    pub vram_total_bytes: u64,
-    /// Free memory, when it is a GPU.
-    pub vram_free_bytes: u64,
-    /// Job being proved now (empty if idle).
-    pub current_job_id: String,
-    /// Its kind.
-    pub current_proof_kind: String,
-}
-
-/// Pending and running jobs of one kind.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KindQueue {
-    /// Kind.
-    pub kind: ProofKind,
-    /// Not started.
-    pub pending: u32,
-    /// Started, not final.
-    pub in_progress: u32,
-}
-
-/// Engine-wide status.
-#[derive(Clone, Debug)]
-pub struct EngineStatus {
-    /// Prover devices.
-    pub devices: Vec<DeviceStatus>,
-    /// Parameters known to the SRS manager.
-    pub srs: Vec<SrsStatus>,
-    /// Per-kind queues.
-    pub queues: Vec<KindQueue>,
-    /// Jobs completed since start.
-    pub completed: u64,
-    /// Jobs failed since start.
-    pub failed: u64,
-    /// Seconds since start.
-    pub uptime: Duration,
-    /// Memory budget and what is granted now.
-    pub memory_budget: u64,
-    /// Granted now.
-    pub memory_used: u64,
-    /// Partitions waiting for synthesis / for a prover.
-    pub queued_partitions: (usize, usize),
-}
-
-#[derive(Debug, Default)]
-struct JobTable {
-    by_id: HashMap<String, Arc<Job>>,
-    by_request: HashMap<String, String>,
-    request_of: HashMap<String, String>,
-    finished: VecDeque<(Instant, String)>,
-}
-
-/// A prover device: a GPU, or the CPU backend counted as one device.
-#[derive(Debug, Default)]
-struct Device {
-    current: Mutex<Option<(String, ProofKind)>>,
-}
-
-struct FinishItem {
-    job: Arc<Job>,
-    partition: usize,
-    pending: PendingProof,
-    started: Instant,
-    worker: String,
-}
-
-#[derive(Debug)]
-struct Shared {
-    config: EngineConfig,
-    dispatch: Arc<Dispatch>,
-    handoff: Handoff,
-    srs: SrsManager,
-    jobs: Mutex<JobTable>,
-    devices: Vec<Device>,
-    gpu: Option<GpuProver>,
-    metrics: Metrics,
-    next_seq: AtomicU64,
-    accepting: AtomicBool,
-    started: Instant,
-    completed: AtomicU64,
-    failed: AtomicU64,
-}
-
 /// The proving engine. Dropping it shuts it down (cancelling what is left).
 #[derive(Debug)]
 pub struct Engine {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     finish_tx: Mutex<Option<mpsc::Sender<FinishItem>>>,
-}
-
-impl std::fmt::Debug for FinishItem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FinishItem")
-            .field("job", &self.job.id)
-            .field("partition", &self.partition)
-            .finish()
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    /// Dropped at shutdown, which wakes and ends the janitor.
+    janitor_tx: Mutex<Option<mpsc::Sender<()>>>,
 }
 
 impl Engine {
-    /// Starts the worker threads and preloads the configured parameters.
-    pub fn start(config: EngineConfig) -> Result<Self, EngineError> {
+    /// Starts the worker threads (`config.workers_per_backend` prover
+    /// workers for each of `backends`; the CPU backend when it is empty)
+    /// and preloads the configured parameters. Requests are planned by the
+    /// first of `sources` that claims them.
+    pub fn start(
+        config: EngineConfig,
+        backends: Vec<Arc<dyn ProverBackend>>,
+        sources: Vec<Arc<dyn PlanSource>>,
+    ) -> Result<Self, EngineError> {
         warn_without_huge_pages();
-        let cache = ParameterCache::new(&config.param_cache).map_err(|e| EngineError::Srs(e.to_string()))?;
         let metrics = Metrics::new();
         metrics.budget_bytes.set(config.memory_budget as i64);
-        let gpu = if config.use_gpu {
-            GpuProver::detect(&config.gpu_devices).map(|g| g.with_residency(config.srs_residency))
+        let backends = if backends.is_empty() {
+            vec![Arc::new(CpuBackend) as Arc<dyn ProverBackend>]
         } else {
-            None
+            backends
         };
-        match &gpu {
-            Some(gpu) => {
-                for d in gpu.devices() {
-                    tracing::info!(
-                        device = d.ordinal(),
-                        name = %d.info().name,
-                        vram_mib = d.info().total_bytes >> 20,
-                        "GPU backend"
-                    );
-                }
-            }
-            None => tracing::warn!(
-                "no GPU backend (no CUDA device, build without --features cuda, or disabled): proving on the CPU"
-            ),
+        for backend in &backends {
+            let status = backend.status();
+            tracing::info!(
+                backend = %status.name,
+                memory_mib = status.memory_total_bytes >> 20,
+                "prover backend"
+            );
         }
-        let device_count = gpu.as_ref().map_or(1, |g| g.devices().len());
+        let sources = Arc::new(PlanSources::new(sources));
         let shared = Arc::new(Shared {
             dispatch: Dispatch::new(config.memory_budget),
-            handoff: Handoff::new(config.max_gpu_queue_depth),
-            srs: SrsManager::new(cache, config.srs_memory_limit),
+            handoff: Handoff::new(config.max_prover_queue_depth),
+            srs: SrsManager::new(Arc::clone(&sources), config.srs_memory_limit),
+            sources,
             jobs: Mutex::new(JobTable::default()),
-            devices: (0..device_count).map(|_| Device::default()).collect(),
-            gpu,
+            devices: backends
+                .into_iter()
+                .map(|backend| Device {
+                    backend,
+                    current: Mutex::new(None),
+                })
+                .collect(),
             metrics,
             next_seq: AtomicU64::new(0),
+            live_jobs: std::sync::atomic::AtomicUsize::new(0),
             accepting: AtomicBool::new(true),
             started: Instant::now(),
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             config,
         });
+        // A preload that fails (a file not yet downloaded, a typo) is
+        // logged and skipped: the daemon serves everything else, and a job
+        // that needs the missing parameters is refused at submission,
+        // naming the file.
         for id in &shared.config.preload {
-            let (_, took) = shared.srs.preload(id)?;
-            tracing::info!(circuit_id = %id, ms = took.as_millis() as u64, "preloaded");
+            match shared.srs.preload(id) {
+                Ok((_, took)) => tracing::info!(circuit_id = %id, ms = took.as_millis() as u64, "preloaded"),
+                Err(e) => {
+                    tracing::error!(circuit_id = %id, error = %e, "preload failed; continuing without it")
+                }
+            }
         }
 
         let (finish_tx, finish_rx) = mpsc::channel::<FinishItem>();
@@ -245,17 +111,17 @@ impl Engine {
             std::thread::Builder::new()
                 .name(name)
                 .spawn(body)
-                .map_err(|e| EngineError::Srs(format!("cannot start worker thread: {e}")))
+                .map_err(|e| EngineError::Internal(format!("cannot start worker thread: {e}")))
         };
         for w in 0..shared.config.partition_workers.max(1) {
             let shared = Arc::clone(&shared);
             let name = format!("synth-{w}");
             threads.push(spawn(
                 name.clone(),
-                Box::new(move || synthesis_worker(&shared, &name)),
+                Box::new(move || stages::synthesis::worker(&shared, &name)),
             )?);
         }
-        let provers = shared.devices.len() * shared.config.gpu_workers_per_device.max(1);
+        let provers = shared.devices.len() * shared.config.workers_per_backend.max(1);
         for w in 0..provers {
             let shared = Arc::clone(&shared);
             let tx = finish_tx.clone();
@@ -263,7 +129,7 @@ impl Engine {
             let name = format!("prover-{device}.{w}");
             threads.push(spawn(
                 name.clone(),
-                Box::new(move || prover_worker(&shared, device, &name, tx)),
+                Box::new(move || stages::prove::worker(&shared, device, &name, tx)),
             )?);
         }
         for w in 0..provers {
@@ -272,40 +138,67 @@ impl Engine {
             let name = format!("finish-{w}");
             threads.push(spawn(
                 name.clone(),
-                Box::new(move || finisher(&shared, &name, &rx)),
+                Box::new(move || stages::finish::worker(&shared, &name, &rx)),
+            )?);
+        }
+        let (janitor_tx, janitor_rx) = mpsc::channel::<()>();
+        {
+            let shared = Arc::clone(&shared);
+            threads.push(spawn(
+                "janitor".into(),
+                Box::new(move || janitor(&shared, &janitor_rx)),
             )?);
         }
         Ok(Self {
             shared,
             threads: Mutex::new(threads),
             finish_tx: Mutex::new(Some(finish_tx)),
+            janitor_tx: Mutex::new(Some(janitor_tx)),
         })
     }
 
     /// Accepts a proof request. A repeated non-empty `request_id` returns the
     /// job it first created (while that job's record is kept).
+    ///
+    /// The plan is made (and, for Filecoin proofs, the vanilla proofs
+    /// checked) outside the engine-wide jobs lock, so a slow or hostile
+    /// request never stalls status, awaits or other submissions. Refused:
+    /// requests whose partitions could never fit the memory budget, and any
+    /// request while `max_queued_jobs` jobs are unfinished.
     pub fn submit(&self, request: ProofRequest) -> Result<SubmitOutcome, EngineError> {
         let shared = &self.shared;
         if !shared.accepting.load(Ordering::SeqCst) {
             return Err(EngineError::ShuttingDown);
         }
-        let mut jobs = lock(&shared.jobs);
-        if !request.request_id.is_empty() {
-            if let Some(job) = jobs
-                .by_request
-                .get(&request.request_id)
-                .and_then(|id| jobs.by_id.get(id))
-            {
-                return Ok(SubmitOutcome {
-                    job_id: job.id.clone(),
-                    queue_position: queue_position(&jobs, job),
-                    assigned_device: String::new(),
-                    duplicate: true,
-                });
-            }
+        if let Some(outcome) = self.duplicate_of(&request) {
+            return Ok(outcome);
         }
-        let plan = plan_for(&request)?;
+        // A panic inside a plan source (third-party parsing) refuses the
+        // request instead of taking the daemon's thread with it.
+        let plan = stages::guarded("planning the request", || Ok(shared.sources.plan(&request)))
+            .map_err(EngineError::InvalidArgument)??;
         shared.srs.check_available(&plan.circuit_id())?;
+        let budget = shared.config.memory_budget;
+        if plan.partition_bytes() > budget {
+            return Err(EngineError::ResourceExhausted(format!(
+                "a partition of this request needs {} MiB in flight, more than the whole memory budget of {} MiB \
+                 ([memory] total_budget)",
+                plan.partition_bytes() >> 20,
+                budget >> 20
+            )));
+        }
+        let mut jobs = lock(&shared.jobs);
+        // Another submission with the same request id may have won the race
+        // while this one was being planned.
+        if let Some(outcome) = duplicate(&jobs, &request) {
+            return Ok(outcome);
+        }
+        let live = shared.live_jobs.load(Ordering::SeqCst);
+        if live >= shared.config.max_queued_jobs {
+            return Err(EngineError::ResourceExhausted(format!(
+                "{live} jobs are queued or running, the most the engine accepts ([pipeline] max_queued_jobs)"
+            )));
+        }
         let priority = request
             .priority
             .unwrap_or_else(|| request.kind.default_priority());
@@ -313,6 +206,7 @@ impl Engine {
         let id = uuid::Uuid::new_v4().to_string();
         let job = Arc::new(Job::new(id.clone(), seq, request.kind, priority, plan));
         jobs.by_id.insert(id.clone(), Arc::clone(&job));
+        shared.live_jobs.fetch_add(1, Ordering::SeqCst);
         if !request.request_id.is_empty() {
             jobs.by_request.insert(request.request_id.clone(), id.clone());
             jobs.request_of.insert(id.clone(), request.request_id.clone());
@@ -348,12 +242,19 @@ impl Engine {
         })
     }
 
+    fn duplicate_of(&self, request: &ProofRequest) -> Option<SubmitOutcome> {
+        if request.request_id.is_empty() {
+            return None;
+        }
+        duplicate(&lock(&self.shared.jobs), request)
+    }
+
     fn job(&self, job_id: &str) -> Result<Arc<Job>, EngineError> {
         lock(&self.shared.jobs)
             .by_id
             .get(job_id)
             .cloned()
-            .ok_or_else(|| EngineError::NotFound(job_id.to_string()))
+            .ok_or_else(|| EngineError::not_found(job_id))
     }
 
     /// Waits for the job's final status, or until `timeout` (`None` waits
@@ -367,9 +268,12 @@ impl Engine {
             Some(limit) => tokio::time::timeout(limit, wait).await.ok(),
         };
         match outcome {
-            Some(Ok(result)) => Ok(result.clone().expect("waited for Some")),
+            Some(Ok(result)) => {
+                job.collected.store(true, Ordering::SeqCst);
+                Ok(result.clone().expect("waited for Some"))
+            }
             // The sender lives in the job we hold, so the channel cannot close.
-            Some(Err(_)) => Err(EngineError::NotFound(job_id.to_string())),
+            Some(Err(_)) => Err(EngineError::not_found(job_id)),
             None => Ok(JobResult {
                 job_id: job_id.to_string(),
                 status: JobStatus::Timeout,
@@ -389,7 +293,35 @@ impl Engine {
 
     /// The final result if the job has one.
     pub fn result(&self, job_id: &str) -> Result<Option<JobResult>, EngineError> {
-        Ok(self.job(job_id)?.result())
+        let job = self.job(job_id)?;
+        let result = job.result();
+        if result.is_some() {
+            job.collected.store(true, Ordering::SeqCst);
+        }
+        Ok(result)
+    }
+
+    /// Jobs accepted and not yet final.
+    pub fn unfinished_jobs(&self) -> usize {
+        self.shared.live_jobs.load(Ordering::SeqCst)
+    }
+
+    /// Jobs that ended since `since` whose result no client has been given
+    /// yet: a daemon shutting down keeps answering awaits while there are
+    /// any (and its grace period lasts), so results finished during
+    /// shutdown can still be collected.
+    pub fn uncollected_since(&self, since: Instant) -> usize {
+        let jobs = lock(&self.shared.jobs);
+        jobs.finished
+            .iter()
+            .rev()
+            .take_while(|(at, _)| *at >= since)
+            .filter(|(_, id)| {
+                jobs.by_id
+                    .get(id)
+                    .is_some_and(|job| !job.collected.load(Ordering::SeqCst))
+            })
+            .count()
     }
 
     /// Cancels a queued or running job; returns whether it was running. A job
@@ -446,18 +378,10 @@ impl Engine {
         let devices = shared
             .devices
             .iter()
-            .enumerate()
-            .map(|(ordinal, device)| {
+            .map(|device| {
                 let current = lock(&device.current).clone();
-                let gpu = shared.gpu.as_ref().map(|g| &g.devices()[ordinal]);
                 DeviceStatus {
-                    ordinal: gpu.map_or(ordinal, |g| g.ordinal()) as u32,
-                    name: gpu.map_or_else(
-                        || "CPU backend (no GPU in use)".to_string(),
-                        |g| g.info().name.clone(),
-                    ),
-                    vram_total_bytes: gpu.map_or(0, |g| g.info().total_bytes),
-                    vram_free_bytes: gpu.map_or(0, |g| g.free_bytes()),
+                    backend: device.backend.status(),
                     current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
                     current_proof_kind: current.map(|c| c.1.name().to_string()).unwrap_or_default(),
                 }
@@ -535,6 +459,7 @@ impl Engine {
         shared.dispatch.close();
         shared.handoff.close();
         lock(&self.finish_tx).take();
+        lock(&self.janitor_tx).take();
         let threads = std::mem::take(&mut *lock(&self.threads));
         for thread in threads {
             let _ = thread.join();
@@ -546,6 +471,36 @@ impl Drop for Engine {
     fn drop(&mut self) {
         self.shutdown(Duration::ZERO);
     }
+}
+
+/// Housekeeping that must happen even when no job arrives: parameters idle
+/// past `srs_idle_evict` are evicted. Ends when the engine shuts down.
+fn janitor(shared: &Shared, stop: &mpsc::Receiver<()>) {
+    let Some(idle) = shared.config.srs_idle_evict else {
+        let _ = stop.recv();
+        return;
+    };
+    let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+    while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(tick) {
+        shared.srs.evict_idle(idle);
+    }
+}
+
+/// The job an earlier submission with `request`'s id made, if any.
+fn duplicate(jobs: &JobTable, request: &ProofRequest) -> Option<SubmitOutcome> {
+    if request.request_id.is_empty() {
+        return None;
+    }
+    let job = jobs
+        .by_request
+        .get(&request.request_id)
+        .and_then(|id| jobs.by_id.get(id))?;
+    Some(SubmitOutcome {
+        job_id: job.id.clone(),
+        queue_position: queue_position(jobs, job),
+        assigned_device: String::new(),
+        duplicate: true,
+    })
 }
 
 /// Jobs not yet started that rank at or above `job`.
@@ -574,259 +529,5 @@ fn warn_without_huge_pages() {
             "transparent huge pages are on request only and glibc does not request them: \
              start with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 for large partitions"
         );
-    }
-}
-
-/// Ends `job` once (later calls do nothing), records metrics and prunes old
-/// results.
-fn finalize(shared: &Shared, job: &Job, status: JobStatus, proof: Vec<u8>, error: String) {
-    if !job.finalize(status, proof, error.clone()) {
-        return;
-    }
-    let label = match status {
-        JobStatus::Completed => "completed",
-        JobStatus::Failed => "failed",
-        JobStatus::Cancelled => "cancelled",
-        JobStatus::Timeout => "timeout",
-    };
-    match status {
-        JobStatus::Completed => shared.completed.fetch_add(1, Ordering::SeqCst),
-        JobStatus::Failed => shared.failed.fetch_add(1, Ordering::SeqCst),
-        _ => 0,
-    };
-    let m = &shared.metrics;
-    m.finished.with_label_values(&[job.kind.name(), label]).inc();
-    m.job_seconds
-        .with_label_values(&[job.kind.name()])
-        .observe(job.submitted.elapsed().as_secs_f64());
-    if status == JobStatus::Completed {
-        tracing::info!(job = %job.id, ms = job.submitted.elapsed().as_millis() as u64, "job completed");
-    } else {
-        tracing::warn!(job = %job.id, status = label, %error, "job ended");
-    }
-    shared.dispatch.poke();
-
-    let mut jobs = lock(&shared.jobs);
-    jobs.finished.push_back((Instant::now(), job.id.clone()));
-    let ttl = shared.config.result_ttl;
-    while let Some((at, id)) = jobs.finished.front().cloned() {
-        if jobs.finished.len() <= shared.config.result_capacity && at.elapsed() < ttl {
-            break;
-        }
-        jobs.finished.pop_front();
-        jobs.by_id.remove(&id);
-        if let Some(request) = jobs.request_of.remove(&id) {
-            jobs.by_request.remove(&request);
-        }
-    }
-}
-
-fn synthesis_worker(shared: &Shared, name: &str) {
-    while let Some((item, permit)) = shared.dispatch.next() {
-        let job = item.job;
-        if job.is_final() {
-            continue;
-        }
-        job.mark_picked();
-        let srs = match job.srs(&shared.srs) {
-            Ok(srs) => srs,
-            Err(e) => {
-                finalize(shared, &job, JobStatus::Failed, Vec::new(), e.to_string());
-                continue;
-            }
-        };
-        timeline::event("synthesis_start", &job.id, item.partition, name);
-        let started = Instant::now();
-        let synthesized = job.plan.synthesize(item.partition);
-        let took = started.elapsed();
-        timeline::event("synthesis_end", &job.id, item.partition, name);
-        shared
-            .metrics
-            .phase_seconds
-            .with_label_values(&["synthesis"])
-            .observe(took.as_secs_f64());
-        job.add_synthesis(took);
-        let assignment = match synthesized {
-            Ok(assignment) => assignment,
-            Err(e) => {
-                let error = format!("partition {} synthesis failed: {e}", item.partition);
-                finalize(shared, &job, JobStatus::Failed, Vec::new(), error);
-                continue;
-            }
-        };
-        if job.is_final() {
-            continue;
-        }
-        timeline::event("queued_for_prover", &job.id, item.partition, name);
-        let ready = ReadyItem {
-            rank: item.rank,
-            job: Arc::clone(&job),
-            partition: item.partition,
-            assignment,
-            params: Arc::clone(srs.params()),
-            permit,
-            queued_at: Instant::now(),
-        };
-        if shared.handoff.push(ready).is_err() {
-            return; // closed: shutting down
-        }
-    }
-}
-
-fn prover_worker(shared: &Shared, device: usize, name: &str, finished: mpsc::Sender<FinishItem>) {
-    while let Some(ready) = shared.handoff.pop() {
-        let ReadyItem {
-            job,
-            partition,
-            assignment,
-            params,
-            permit,
-            queued_at,
-            ..
-        } = ready;
-        if job.is_final() {
-            continue;
-        }
-        timeline::event("picked_up", &job.id, partition, name);
-        shared
-            .metrics
-            .phase_seconds
-            .with_label_values(&["prover_queue"])
-            .observe(queued_at.elapsed().as_secs_f64());
-        *lock(&shared.devices[device].current) = Some((job.id.clone(), job.kind));
-        timeline::event("prover_start", &job.id, partition, name);
-        let started = Instant::now();
-        let randomness = job.plan.randomness(partition);
-        let pending = match &shared.gpu {
-            Some(gpu) => match gpu.prove_start(device, assignment, &params, randomness) {
-                GpuOutcome::Started(pending) => Ok(pending),
-                GpuOutcome::Failed(e) => Err(e),
-                GpuOutcome::Fallback { reason, assignment } => {
-                    tracing::warn!(job = %job.id, partition, %reason, "GPU could not prove; using the CPU backend for this partition");
-                    prove_start(assignment, &params, randomness)
-                }
-            },
-            None => prove_start(assignment, &params, randomness),
-        };
-        // The a/b/c vectors are gone: give the memory back now, before the
-        // G2 MSM and epilogue, so the next partition can be synthesised.
-        drop(permit);
-        match &pending {
-            Ok(p) => {
-                let t = p.timings();
-                if !t.gpu_region.is_zero() {
-                    shared
-                        .metrics
-                        .gpu_busy_seconds
-                        .with_label_values(&[&device.to_string()])
-                        .inc_by(t.gpu_region.as_secs_f64());
-                }
-                timeline::event_with(
-                    "prover_gpu_end",
-                    &job.id,
-                    partition,
-                    name,
-                    &format!(
-                        "lock_wait_ms={} gpu_ms={} upload_ms={} ntt_ms={} h_msm_ms={}",
-                        t.lock_wait.as_millis(),
-                        t.gpu_region.as_millis(),
-                        t.upload.as_millis(),
-                        t.h_fft.as_millis(),
-                        t.h_msm.as_millis()
-                    ),
-                );
-            }
-            Err(_) => timeline::event("prover_gpu_end", &job.id, partition, name),
-        }
-        shared
-            .metrics
-            .phase_seconds
-            .with_label_values(&["prove_start"])
-            .observe(started.elapsed().as_secs_f64());
-        *lock(&shared.devices[device].current) = None;
-        match pending {
-            Ok(pending) => {
-                let item = FinishItem {
-                    job,
-                    partition,
-                    pending,
-                    started,
-                    worker: name.to_string(),
-                };
-                if finished.send(item).is_err() {
-                    return;
-                }
-            }
-            Err(e) => {
-                let error = format!("partition {partition} prove failed: {e}");
-                finalize(shared, &job, JobStatus::Failed, Vec::new(), error);
-            }
-        }
-    }
-}
-
-fn finisher(shared: &Shared, name: &str, items: &Mutex<mpsc::Receiver<FinishItem>>) {
-    loop {
-        let item = match lock(items).recv() {
-            Ok(item) => item,
-            Err(_) => return,
-        };
-        let FinishItem {
-            job,
-            partition,
-            pending,
-            started,
-            worker,
-        } = item;
-        let finished = Instant::now();
-        let outcome = finish(pending);
-        shared
-            .metrics
-            .phase_seconds
-            .with_label_values(&["finish"])
-            .observe(finished.elapsed().as_secs_f64());
-        timeline::event("prover_end", &job.id, partition, &worker);
-        let proof = match outcome {
-            Ok((proof, _)) => proof,
-            Err(e) => {
-                let error = format!("partition {partition} finish failed: {e}");
-                finalize(shared, &job, JobStatus::Failed, Vec::new(), error);
-                continue;
-            }
-        };
-        if job.is_final() {
-            continue;
-        }
-        let Some(proofs) = job.record(partition, proof, started.elapsed()) else {
-            continue;
-        };
-        // Whole proof: verify every partition before reporting COMPLETED.
-        let verdict = job
-            .srs(&shared.srs)
-            .map_err(|e| e.to_string())
-            .and_then(|srs| job.plan.verify(srs.params(), &proofs));
-        tracing::debug!(job = %job.id, finisher = name, "assembled");
-        match verdict {
-            Ok(()) => {
-                let bytes = proofs.iter().flat_map(proof_to_bytes).collect();
-                finalize(shared, &job, JobStatus::Completed, bytes, String::new());
-            }
-            Err(error) => finalize(shared, &job, JobStatus::Failed, Vec::new(), error),
-        }
-    }
-}
-
-/// `Priority` is used by the daemon too.
-impl Priority {
-    /// From the `cuzk.v1` enum number (0 = unspecified).
-    pub fn from_wire(value: i32) -> Option<Option<Priority>> {
-        match value {
-            0 => Some(None),
-            1 => Some(Some(Priority::Low)),
-            2 => Some(Some(Priority::Normal)),
-            3 => Some(Some(Priority::High)),
-            4 => Some(Some(Priority::Critical)),
-            _ => None,
-        }
     }
 }

@@ -1,12 +1,13 @@
 //! One proof request inside the engine, from submission to final status.
 
-use crate::plan::ProofPlan;
-use crate::request::{Priority, ProofKind};
 use crate::srs::{SrsHandle, SrsManager};
+use crate::state::lock;
 use crate::EngineError;
+use cuzk_core::ProofPlan;
 use cuzk_core::{Bls12, Proof};
+use cuzk_core::{Priority, ProofKind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -72,11 +73,9 @@ pub(crate) struct Job {
     /// Serialises the SRS acquisition of this job's partitions.
     srs_lock: Mutex<()>,
     is_final: AtomicBool,
+    /// A client has been given the final result (await or result call).
+    pub(crate) collected: AtomicBool,
     result: watch::Sender<Option<JobResult>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Job {
@@ -102,6 +101,7 @@ impl Job {
             }),
             srs_lock: Mutex::new(()),
             is_final: AtomicBool::new(false),
+            collected: AtomicBool::new(false),
             result: watch::channel(None).0,
         }
     }
@@ -170,8 +170,16 @@ impl Job {
     }
 
     /// Sets the final status once; later calls return false and change
-    /// nothing. Drops the job's hold on its parameters.
-    pub(crate) fn finalize(&self, status: JobStatus, proof: Vec<u8>, error: String) -> bool {
+    /// nothing. Drops the job's hold on its parameters. `before_publish`
+    /// runs after the status is fixed and before any waiter sees it, so
+    /// engine-wide counters are already updated when an await returns.
+    pub(crate) fn finalize(
+        &self,
+        status: JobStatus,
+        proof: Vec<u8>,
+        error: String,
+        before_publish: impl FnOnce(),
+    ) -> bool {
         let mut progress = lock(&self.progress);
         if self.is_final.swap(true, Ordering::SeqCst) {
             return false;
@@ -193,6 +201,7 @@ impl Job {
         };
         progress.proofs.clear();
         drop(progress);
+        before_publish();
         self.result.send_replace(Some(result));
         true
     }

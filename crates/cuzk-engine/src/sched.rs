@@ -13,11 +13,12 @@
 //! PoSt job never queues behind lower-priority PoRep partitions.
 
 use crate::job::Job;
-use crate::request::Priority;
+use crate::state::lock;
+use cuzk_core::Priority;
 use cuzk_core::{ProvingAssignment, ProvingParameters};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 /// Heap key: priority first, then the older job, then the lower partition.
@@ -55,10 +56,6 @@ impl Ord for WorkItem {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 #[derive(Debug, Default)]
 struct DispatchState {
     queue: BinaryHeap<WorkItem>,
@@ -79,6 +76,13 @@ pub(crate) struct Dispatch {
 pub(crate) struct Permit {
     bytes: u64,
     dispatch: Arc<Dispatch>,
+}
+
+impl Permit {
+    /// Bytes granted.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
 }
 
 impl Drop for Permit {
@@ -105,9 +109,9 @@ impl Dispatch {
     }
 
     /// Blocks until the head partition fits the budget and returns it with
-    /// its permit; `None` once closed. A partition larger than the whole
-    /// budget is admitted when nothing else holds memory, so it runs alone
-    /// rather than never.
+    /// its permit; `None` once closed. (A partition larger than the whole
+    /// budget is refused at submission, so every head fits eventually; the
+    /// `used == 0` case only guards against an estimate that changed.)
     pub(crate) fn next(self: &Arc<Self>) -> Option<(WorkItem, Permit)> {
         let mut state = lock(&self.state);
         loop {

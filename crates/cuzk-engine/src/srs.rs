@@ -1,10 +1,17 @@
 //! The SRS manager: parameters loaded on demand or preloaded, one load per
-//! file even under concurrent requests, resident while in use, evicted when
-//! idle under memory pressure.
+//! circuit even under concurrent requests, resident while in use, evicted
+//! when idle under memory pressure. How a circuit's parameters are obtained
+//! (a file, a generator) is its plan source's business: the manager asks
+//! for the recipe and follows it.
+//!
+//! Status never waits for a load: an entry's load is serialised by its own
+//! lock, and what status reads (resident copy, size, last use) sits behind a
+//! second lock that is only ever held for a few instructions.
 
+use crate::plans::PlanSources;
+use crate::state::lock;
 use crate::EngineError;
-use cuzk_core::shaped::{parse_shaped_circuit_id, write_shaped_parameters, ShapedCircuit, SHAPED_POINT_SEED};
-use cuzk_core::{CacheOutcome, ParameterCache, PointCheck, ProvingParameters, SyntheticCircuit};
+use cuzk_core::ProvingParameters;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,7 +23,7 @@ pub enum Tier {
     Hot,
     /// Resident, idle.
     Warm,
-    /// Known but not resident (evicted, or failed to load).
+    /// Known but not resident (evicted, loading, or failed to load).
     Cold,
 }
 
@@ -55,18 +62,25 @@ impl SrsHandle {
 struct InUse;
 
 #[derive(Debug)]
+struct Resident {
+    params: Option<Arc<ProvingParameters>>,
+    size_bytes: u64,
+    last_used: Instant,
+}
+
+#[derive(Debug)]
 struct Entry {
-    /// Held while loading, so one load per file.
-    slot: Mutex<Option<Arc<ProvingParameters>>>,
+    /// Held for the whole load, so one load per circuit.
+    loading: Mutex<()>,
+    /// What status reads; held only briefly.
+    resident: Mutex<Resident>,
     in_use: Arc<InUse>,
-    size_bytes: Mutex<u64>,
-    last_used: Mutex<Instant>,
 }
 
 /// Keeps parameters resident.
 #[derive(Debug)]
-pub struct SrsManager {
-    cache: ParameterCache,
+pub(crate) struct SrsManager {
+    sources: Arc<PlanSources>,
     /// Bytes of resident parameters above which idle ones are evicted
     /// (0 = no limit).
     limit_bytes: u64,
@@ -74,45 +88,64 @@ pub struct SrsManager {
 }
 
 impl SrsManager {
-    /// A manager over the parameter directory `cache`.
-    pub fn new(cache: ParameterCache, limit_bytes: u64) -> Self {
+    pub(crate) fn new(sources: Arc<PlanSources>, limit_bytes: u64) -> Self {
         Self {
-            cache,
+            sources,
             limit_bytes,
             entries: Mutex::new(HashMap::new()),
         }
     }
 
     fn entry(&self, circuit_id: &str) -> Arc<Entry> {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = lock(&self.entries);
         Arc::clone(entries.entry(circuit_id.to_string()).or_insert_with(|| {
             Arc::new(Entry {
-                slot: Mutex::new(None),
+                loading: Mutex::new(()),
+                resident: Mutex::new(Resident {
+                    params: None,
+                    size_bytes: 0,
+                    last_used: Instant::now(),
+                }),
                 in_use: Arc::new(InUse),
-                size_bytes: Mutex::new(0),
-                last_used: Mutex::new(Instant::now()),
             })
         }))
     }
 
-    /// The parameters of `circuit_id`, loading (or, for synthetic circuits,
-    /// generating) them if needed.
-    pub fn acquire(&self, circuit_id: &str) -> Result<SrsHandle, EngineError> {
+    /// The parameters of `circuit_id`, loading (or generating) them if
+    /// needed. An id no plan source knows leaves no entry behind.
+    pub(crate) fn acquire(&self, circuit_id: &str) -> Result<SrsHandle, EngineError> {
+        let recipe = self.sources.parameters(circuit_id)?;
+        let circuit_id = recipe.canonical_id().unwrap_or(circuit_id).to_string();
+        let circuit_id = circuit_id.as_str();
         let entry = self.entry(circuit_id);
         let started = Instant::now();
         let params = {
-            let mut slot = entry.slot.lock().unwrap_or_else(|e| e.into_inner());
-            match slot.as_ref() {
-                Some(params) => Arc::clone(params),
+            let _loading = lock(&entry.loading);
+            let resident = lock(&entry.resident).params.clone();
+            match resident {
+                Some(params) => params,
                 None => {
-                    let params = Arc::new(self.load(circuit_id)?);
-                    *entry.size_bytes.lock().unwrap() = params.size_bytes();
-                    *slot = Some(Arc::clone(&params));
-                    params
+                    let loaded = match recipe.load() {
+                        Ok(params) => Arc::new(params),
+                        Err(e) => {
+                            self.forget_if_unused(circuit_id, &entry);
+                            return Err(e.into());
+                        }
+                    };
+                    tracing::info!(
+                        circuit_id,
+                        bytes = loaded.size_bytes(),
+                        ms = started.elapsed().as_millis() as u64,
+                        "SRS loaded"
+                    );
+                    let mut resident = lock(&entry.resident);
+                    resident.size_bytes = loaded.size_bytes();
+                    resident.params = Some(Arc::clone(&loaded));
+                    loaded
                 }
             }
         };
-        *entry.last_used.lock().unwrap() = Instant::now();
+        lock(&entry.resident).last_used = Instant::now();
         let handle = SrsHandle {
             params,
             _in_use: Arc::clone(&entry.in_use),
@@ -122,55 +155,60 @@ impl SrsManager {
         Ok(handle)
     }
 
+    /// Drops a failed entry nobody holds, so ids whose parameters cannot
+    /// be had leave nothing behind (status stays bounded by what loaded).
+    fn forget_if_unused(&self, circuit_id: &str, entry: &Arc<Entry>) {
+        let mut entries = lock(&self.entries);
+        let unused = lock(&entry.resident).params.is_none() && Arc::strong_count(&entry.in_use) == 1;
+        if unused && entries.get(circuit_id).is_some_and(|e| Arc::ptr_eq(e, entry)) {
+            entries.remove(circuit_id);
+        }
+    }
+
     /// Loads `circuit_id` if not resident; returns whether it already was and
     /// how long the load took.
-    pub fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
-        let already = self.is_resident(circuit_id);
+    pub(crate) fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
+        let already = self.is_resident(&self.canonical(circuit_id));
         let handle = self.acquire(circuit_id)?;
         Ok((already, handle.load_time))
     }
 
-    /// Checks that `circuit_id`'s parameters can be had (resident, on disk,
-    /// or a synthetic circuit's, generated on demand), so a request for
-    /// missing parameters is refused at submission, naming the file.
-    pub fn check_available(&self, circuit_id: &str) -> Result<(), EngineError> {
-        if self.is_resident(circuit_id)
-            || SyntheticCircuit::parse_circuit_id(circuit_id).is_some()
-            || parse_shaped_circuit_id(circuit_id).is_some()
-        {
+    /// Checks that `circuit_id`'s parameters can be had (resident, or what
+    /// its recipe says), so a request for missing parameters is refused at
+    /// submission, naming what is missing.
+    pub(crate) fn check_available(&self, circuit_id: &str) -> Result<(), EngineError> {
+        let recipe = self.sources.parameters(circuit_id)?;
+        if self.is_resident(recipe.canonical_id().unwrap_or(circuit_id)) {
             return Ok(());
         }
-        let path = self.cache.params_path(circuit_id);
-        if path.exists() {
-            return Ok(());
+        recipe.check_available().map_err(EngineError::from)
+    }
+
+    /// The id `circuit_id`'s parameters are kept under (an alias resolved),
+    /// or `circuit_id` itself when no source knows it.
+    fn canonical(&self, circuit_id: &str) -> String {
+        match self.sources.parameters(circuit_id) {
+            Ok(recipe) => recipe.canonical_id().unwrap_or(circuit_id).to_string(),
+            Err(_) => circuit_id.to_string(),
         }
-        Err(EngineError::Srs(format!(
-            "parameter file {} not found (set [srs] param_cache or FIL_PROOFS_PARAMETER_CACHE; \
-             test-size Filecoin parameters can be generated with `cuzk-bench gen-params`)",
-            path.display()
-        )))
     }
 
     fn is_resident(&self, circuit_id: &str) -> bool {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries
-            .get(circuit_id)
-            .is_some_and(|e| e.slot.lock().unwrap_or_else(|e| e.into_inner()).is_some())
+        let entry = lock(&self.entries).get(circuit_id).cloned();
+        entry.is_some_and(|e| lock(&e.resident).params.is_some())
     }
 
     /// Drops the resident copy of `circuit_id`. Jobs using it keep their
     /// reference, so memory is freed when the last of them finishes; the
     /// reported bytes are those freed now (zero while in use).
-    pub fn evict(&self, circuit_id: &str) -> (bool, u64) {
-        let entry = {
-            let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-            match entries.get(circuit_id) {
-                Some(entry) => Arc::clone(entry),
-                None => return (false, 0),
-            }
+    pub(crate) fn evict(&self, circuit_id: &str) -> (bool, u64) {
+        let circuit_id = self.canonical(circuit_id);
+        let circuit_id = circuit_id.as_str();
+        let Some(entry) = lock(&self.entries).get(circuit_id).cloned() else {
+            return (false, 0);
         };
-        let mut slot = entry.slot.lock().unwrap_or_else(|e| e.into_inner());
-        match slot.take() {
+        let taken = lock(&entry.resident).params.take();
+        match taken {
             None => (false, 0),
             Some(params) => {
                 let freed = if Arc::strong_count(&params) == 1 {
@@ -201,11 +239,11 @@ impl SrsManager {
                 return;
             }
             let victim = {
-                let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+                let entries = lock(&self.entries);
                 report
                     .iter()
                     .filter(|s| s.tier == Tier::Warm && s.circuit_id != keep)
-                    .min_by_key(|s| *entries[&s.circuit_id].last_used.lock().unwrap())
+                    .min_by_key(|s| lock(&entries[&s.circuit_id].resident).last_used)
                     .map(|s| s.circuit_id.clone())
             };
             match victim {
@@ -218,13 +256,38 @@ impl SrsManager {
         }
     }
 
-    /// Every known circuit with its tier, size and reference count.
-    pub fn status(&self) -> Vec<SrsStatus> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+    /// Evicts resident parameters no job holds that were last used more
+    /// than `idle` ago; returns how many.
+    pub(crate) fn evict_idle(&self, idle: Duration) -> usize {
+        let stale: Vec<String> = {
+            let entries = lock(&self.entries);
+            entries
+                .iter()
+                .filter(|(_, e)| {
+                    let r = lock(&e.resident);
+                    r.params.is_some() && Arc::strong_count(&e.in_use) == 1 && r.last_used.elapsed() >= idle
+                })
+                .map(|(id, _)| id.clone())
+                .collect()
+        };
+        for id in &stale {
+            tracing::info!(circuit_id = %id, idle_secs = idle.as_secs(), "SRS evicted after idling");
+            self.evict(id);
+        }
+        stale.len()
+    }
+
+    /// Every known circuit with its tier, size and reference count. Never
+    /// waits for a load in progress.
+    pub(crate) fn status(&self) -> Vec<SrsStatus> {
+        let entries = lock(&self.entries);
         let mut out: Vec<SrsStatus> = entries
             .iter()
             .map(|(id, entry)| {
-                let resident = entry.slot.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+                let (resident, size_bytes) = {
+                    let r = lock(&entry.resident);
+                    (r.params.is_some(), r.size_bytes)
+                };
                 let ref_count = (Arc::strong_count(&entry.in_use) - 1) as u32;
                 let tier = match (resident, ref_count) {
                     (true, 0) => Tier::Warm,
@@ -234,89 +297,12 @@ impl SrsManager {
                 SrsStatus {
                     circuit_id: id.clone(),
                     tier,
-                    size_bytes: *entry.size_bytes.lock().unwrap(),
+                    size_bytes,
                     ref_count,
                 }
             })
             .collect();
         out.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
         out
-    }
-
-    /// A shaped parameter file (`cuzk-bench gen-srs`), written here first if
-    /// it is missing. Its points are checked to be on the curve but not for
-    /// the subgroup: at full size (430 M points) that check alone would take
-    /// many minutes, and only this machine's generator writes such files.
-    fn load_shaped(
-        &self,
-        circuit_id: &str,
-        circuit: ShapedCircuit,
-    ) -> Result<ProvingParameters, EngineError> {
-        let path = self.cache.params_path(circuit_id);
-        let shape = circuit.shape();
-        if !path.exists() {
-            let started = Instant::now();
-            write_shaped_parameters(&shape, SHAPED_POINT_SEED, &path)
-                .map_err(|e| EngineError::Srs(e.to_string()))?;
-            tracing::info!(
-                circuit_id,
-                seconds = started.elapsed().as_secs_f64(),
-                "generated shaped parameters"
-            );
-        }
-        let params = ProvingParameters::read(&path, PointCheck::SkipSubgroup)
-            .map_err(|e| EngineError::Srs(e.to_string()))?;
-        let sections = [
-            params.h.len(),
-            params.l.len(),
-            params.a.len(),
-            params.b_g2.len(),
-            params.vk.ic.len(),
-        ];
-        if sections != [shape.h, shape.l, shape.a, shape.b, shape.inputs] {
-            return Err(EngineError::Srs(format!(
-                "{} does not have the sections of {circuit_id}",
-                path.display()
-            )));
-        }
-        Ok(params)
-    }
-
-    fn load(&self, circuit_id: &str) -> Result<ProvingParameters, EngineError> {
-        let started = Instant::now();
-        let params = if let Some((constraints, inputs)) = SyntheticCircuit::parse_circuit_id(circuit_id) {
-            let circuit = SyntheticCircuit::new(constraints, vec![cuzk_core::Scalar::from(0u64); inputs], 0)
-                .map_err(EngineError::InvalidArgument)?;
-            let (params, outcome) = self
-                .cache
-                .load_or_generate(circuit_id, || circuit)
-                .map_err(|e| EngineError::Srs(e.to_string()))?;
-            if let CacheOutcome::Generated(t) = outcome {
-                tracing::info!(
-                    circuit_id,
-                    seconds = t.as_secs_f64(),
-                    "generated synthetic parameters"
-                );
-            }
-            params
-        } else if let Some((constraints, inputs, shape_seed)) = parse_shaped_circuit_id(circuit_id) {
-            self.load_shaped(circuit_id, ShapedCircuit::new(constraints, inputs, shape_seed))?
-        } else {
-            let path = self.cache.params_path(circuit_id);
-            if !path.exists() {
-                return Err(EngineError::Srs(format!(
-                    "no parameters for circuit {circuit_id}: {} does not exist",
-                    path.display()
-                )));
-            }
-            ProvingParameters::read(&path, PointCheck::Full).map_err(|e| EngineError::Srs(e.to_string()))?
-        };
-        tracing::info!(
-            circuit_id,
-            bytes = params.size_bytes(),
-            ms = started.elapsed().as_millis() as u64,
-            "SRS loaded"
-        );
-        Ok(params)
     }
 }

@@ -2,23 +2,35 @@
 //! the memory budget and shutdown. Every completed proof is checked here
 //! again with bellperson's verifier, independently of the engine's own check.
 
-use cuzk_core::{ParameterCache, Proof, SyntheticCircuit, Verifier, PROOF_BYTES};
-use cuzk_engine::{
-    Engine, EngineConfig, EngineError, JobStatus, Priority, ProofKind, ProofRequest, SyntheticSpec,
-    SYNTHETIC_REGISTERED_PROOF,
+use cuzk_core::{
+    ParameterCache, PlanSource, Priority, Proof, ProofKind, ProofRequest, SyntheticCircuit, Verifier,
+    PROOF_BYTES,
 };
+use cuzk_engine::{Engine, EngineConfig, EngineError, JobStatus};
+use cuzk_synthetic::{SyntheticPlans, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
 use std::sync::Arc;
 use std::time::Duration;
 
 const SIZE: usize = 1 << 9;
 
-fn config(dir: &std::path::Path) -> EngineConfig {
+fn config(_dir: &std::path::Path) -> EngineConfig {
     EngineConfig {
-        param_cache: dir.to_path_buf(),
         partition_workers: 2,
-        gpu_workers_per_device: 2,
+        workers_per_backend: 2,
         ..EngineConfig::default()
     }
+}
+
+/// The synthetic plan source with its parameters in `dir`.
+fn synthetic(dir: &std::path::Path) -> Arc<dyn PlanSource> {
+    Arc::new(SyntheticPlans::new(ParameterCache::new(dir).unwrap()))
+}
+
+/// An engine on the CPU backend serving synthetic requests, and Filecoin
+/// ones as the daemon does (their refusals are checked here).
+fn start(dir: &std::path::Path, config: EngineConfig) -> Result<Engine, EngineError> {
+    let filecoin: Arc<dyn PlanSource> = Arc::new(cuzk_filecoin::FilecoinPlans::new(dir.to_path_buf()));
+    Engine::start(config, Vec::new(), vec![synthetic(dir), filecoin])
 }
 
 fn request(spec: SyntheticSpec, priority: Option<Priority>) -> ProofRequest {
@@ -82,7 +94,7 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn mixed_priorities_all_complete_and_verify() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Arc::new(Engine::start(config(dir.path())).unwrap());
+    let engine = Arc::new(start(dir.path(), config(dir.path())).unwrap());
     let priorities = [
         Priority::Low,
         Priority::Normal,
@@ -116,11 +128,14 @@ fn mixed_priorities_all_complete_and_verify() {
 #[test]
 fn critical_job_overtakes_queued_normal_jobs() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::start(EngineConfig {
-        partition_workers: 1,
-        gpu_workers_per_device: 1,
-        ..config(dir.path())
-    })
+    let engine = start(
+        dir.path(),
+        EngineConfig {
+            partition_workers: 1,
+            workers_per_backend: 1,
+            ..config(dir.path())
+        },
+    )
     .unwrap();
     // Warm the parameters so the ordering is not about loading.
     let rt = runtime();
@@ -158,11 +173,14 @@ fn critical_job_overtakes_queued_normal_jobs() {
 #[test]
 fn cancel_timeout_idempotency_and_bad_requests() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::start(EngineConfig {
-        partition_workers: 1,
-        gpu_workers_per_device: 1,
-        ..config(dir.path())
-    })
+    let engine = start(
+        dir.path(),
+        EngineConfig {
+            partition_workers: 1,
+            workers_per_backend: 1,
+            ..config(dir.path())
+        },
+    )
     .unwrap();
     let rt = runtime();
 
@@ -254,6 +272,10 @@ fn cancel_timeout_idempotency_and_bad_requests() {
     );
 }
 
+/// Issue 12.8: a corrupt parameter file the engine generated itself (a
+/// benchmark circuit's) is generated again instead of failing every job;
+/// a corrupt file of unknown origin (a Filecoin id) fails its job with a
+/// clear error naming the problem, and other circuits keep working.
 #[test]
 fn unusable_parameters_fail_the_job_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -262,17 +284,26 @@ fn unusable_parameters_fail_the_job_with_a_clear_error() {
         .unwrap()
         .circuit_id();
     std::fs::write(dir.path().join(format!("{id}.params")), b"not a parameter file").unwrap();
-    let engine = Engine::start(config(dir.path())).unwrap();
+    let engine = start(dir.path(), config(dir.path())).unwrap();
     let rt = runtime();
-    let job = engine.submit(request(s, None)).unwrap();
+    let job = engine.submit(request(s.clone(), None)).unwrap();
     let result = rt.block_on(engine.wait(&job.job_id, None)).unwrap();
-    assert_eq!(result.status, JobStatus::Failed);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    check_proof(dir.path(), &s, &result.proof);
+
+    // Not ours to regenerate: a corrupt file under a Filecoin-style id.
+    let foreign = "v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-0-0-sha256_hasher-test";
+    std::fs::write(
+        dir.path().join(format!("{foreign}.params")),
+        b"not a parameter file",
+    )
+    .unwrap();
+    let err = engine.preload_srs(foreign).unwrap_err();
     assert!(
-        result.error.contains("truncated") && result.error.contains(&id),
-        "{}",
-        result.error
+        matches!(&err, EngineError::Srs(m) if m.contains("truncated") && m.contains(foreign)),
+        "{err:?}"
     );
-    assert_eq!(engine.status().failed, 1);
+    assert_eq!(engine.status().failed, 0);
     // Other circuits still work.
     let ok = engine.submit(request(spec(SIZE + 1, 1, 1), None)).unwrap();
     assert_eq!(
@@ -284,15 +315,18 @@ fn unusable_parameters_fail_the_job_with_a_clear_error() {
 #[test]
 fn memory_budget_bounds_partitions_in_flight() {
     let dir = tempfile::tempdir().unwrap();
-    let per_partition = cuzk_engine::plan::partition_bytes(1 << 12, 1 << 12);
+    let per_partition = cuzk_core::plan::partition_bytes(1 << 12, 1 << 12);
     let engine = Arc::new(
-        Engine::start(EngineConfig {
-            partition_workers: 4,
-            gpu_workers_per_device: 2,
-            max_gpu_queue_depth: 4,
-            memory_budget: per_partition * 2,
-            ..config(dir.path())
-        })
+        start(
+            dir.path(),
+            EngineConfig {
+                partition_workers: 4,
+                workers_per_backend: 2,
+                max_prover_queue_depth: 4,
+                memory_budget: per_partition * 2,
+                ..config(dir.path())
+            },
+        )
         .unwrap(),
     );
     let jobs: Vec<String> = (0..6)
@@ -331,7 +365,7 @@ fn memory_budget_bounds_partitions_in_flight() {
 #[test]
 fn srs_manager_loads_once_and_reports_tiers() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::start(config(dir.path())).unwrap();
+    let engine = start(dir.path(), config(dir.path())).unwrap();
     let id = SyntheticCircuit::new(SIZE, vec![cuzk_core::Scalar::from(0u64); 2], 0)
         .unwrap()
         .circuit_id();
@@ -359,11 +393,14 @@ fn srs_manager_loads_once_and_reports_tiers() {
 #[test]
 fn shutdown_gives_every_job_a_final_status() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::start(EngineConfig {
-        partition_workers: 1,
-        gpu_workers_per_device: 1,
-        ..config(dir.path())
-    })
+    let engine = start(
+        dir.path(),
+        EngineConfig {
+            partition_workers: 1,
+            workers_per_backend: 1,
+            ..config(dir.path())
+        },
+    )
     .unwrap();
     let jobs: Vec<String> = (0..8)
         .map(|i| engine.submit(request(spec(1 << 12, 2, i), None)).unwrap().job_id)
@@ -391,11 +428,14 @@ fn idle_parameters_are_evicted_under_memory_pressure() {
             .unwrap()
             .circuit_id()
     };
-    let engine = Engine::start(EngineConfig {
-        // Room for one set of 2^10 parameters, not two.
-        srs_memory_limit: 500_000,
-        ..config(dir.path())
-    })
+    let engine = start(
+        dir.path(),
+        EngineConfig {
+            // Room for one set of 2^10 parameters, not two.
+            srs_memory_limit: 500_000,
+            ..config(dir.path())
+        },
+    )
     .unwrap();
     engine.preload_srs(&id(1 << 10)).unwrap();
     let size_of = |status: &[cuzk_engine::SrsStatus], circuit: &str| {
@@ -444,11 +484,11 @@ fn idle_parameters_are_evicted_under_memory_pressure() {
 fn shaped_partitions_prove_with_the_plans_witness_and_randomness() {
     use cuzk_core::shaped::{Shape, ShapedCircuit};
     use cuzk_core::ProofPlan;
-    use cuzk_engine::plan::ShapedPlan;
-    use cuzk_engine::WitnessSource;
+    use cuzk_synthetic::ShapedPlan;
+    use cuzk_synthetic::WitnessSource;
 
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::start(config(dir.path())).unwrap();
+    let engine = start(dir.path(), config(dir.path())).unwrap();
     let shaped = SyntheticSpec {
         constraints: 3000,
         partitions: 3,
@@ -497,7 +537,11 @@ fn shaped_partitions_prove_with_the_plans_witness_and_randomness() {
     );
     plan.verify(&params, &proofs).unwrap();
     proofs[1].a = <blstrs::G1Affine as group::prime::PrimeCurveAffine>::identity();
-    assert!(plan.verify(&params, &proofs).unwrap_err().contains("partition 1"));
+    assert!(plan
+        .verify(&params, &proofs)
+        .unwrap_err()
+        .to_string()
+        .contains("partition 1"));
     assert!(plan.verify(&params, &proofs[..2]).is_err());
 
     // Out-of-range sizes are refused like synthetic ones.
@@ -507,4 +551,66 @@ fn shaped_partitions_prove_with_the_plans_witness_and_randomness() {
     };
     let err = engine.submit(request(too_big, None)).unwrap_err();
     assert!(matches!(err, EngineError::InvalidArgument(_)), "{err:?}");
+}
+
+/// Regression (issue 12.1): PreloadSRS of an enormous benchmark circuit id
+/// aborted the process ("memory allocation of 32000000000000 bytes
+/// failed"), and one above 2^27 started an unbounded generation. Such ids
+/// are refused before anything is allocated, and neither they nor unknown
+/// ids leave an entry behind.
+#[test]
+fn preload_of_hostile_circuit_ids_is_refused_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = start(dir.path(), config(dir.path())).unwrap();
+    for id in [
+        "synthetic-v1-n1000000000000-i2",
+        "shaped-v1-n1000000000000-i2-s0",
+        "synthetic-v1-n200000000-i2",
+        "synthetic-v1-nX-i2",
+        "../../etc/passwd",
+        "/etc/hostname",
+    ] {
+        let err = engine.preload_srs(id).unwrap_err();
+        assert!(matches!(err, EngineError::InvalidArgument(_)), "{id}: {err:?}");
+    }
+    // A plain id with no file: missing parameters, named.
+    let err = engine.preload_srs("no-such-circuit").unwrap_err();
+    assert!(
+        matches!(&err, EngineError::Srs(m) if m.contains("no-such-circuit.params")),
+        "{err:?}"
+    );
+    assert!(engine.status().srs.is_empty(), "{:?}", engine.status().srs);
+    // The engine still serves.
+    let s = spec(SIZE, 1, 21);
+    let job = engine.submit(request(s.clone(), None)).unwrap();
+    let result = runtime().block_on(engine.wait(&job.job_id, None)).unwrap();
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    check_proof(dir.path(), &s, &result.proof);
+}
+
+/// Regression (issue 12.5): the reference's example config preloads
+/// `porep-32g`, and a preload that could not load made the engine (and so
+/// the daemon) refuse to start. It starts, and says what is missing when a
+/// job needs it.
+#[test]
+fn a_preload_that_cannot_load_does_not_stop_the_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = start(
+        dir.path(),
+        EngineConfig {
+            preload: vec!["porep-32g".into(), "../nope".into()],
+            ..config(dir.path())
+        },
+    )
+    .unwrap();
+    assert!(engine.status().srs.is_empty());
+    let err = engine.preload_srs("porep-32g").unwrap_err();
+    assert!(
+        matches!(&err, EngineError::Srs(m) if m.contains("v28-stacked-proof-of-replication")),
+        "{err:?}"
+    );
+    let s = spec(SIZE, 1, 31);
+    let job = engine.submit(request(s.clone(), None)).unwrap();
+    let result = runtime().block_on(engine.wait(&job.job_id, None)).unwrap();
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
 }

@@ -1,7 +1,7 @@
 //! Constraints per partition of each Filecoin circuit, for the memory
 //! budget (an upper estimate is enough: the engine reserves memory for a
 //! partition before synthesising it). The exact counts are pinned by the
-//! tests (`tests/filecoin.rs`) where the circuits are small enough to build.
+//! tests (`tests/circuits.rs`) where the circuits are small enough to build.
 //!
 //! Figures: storage-proofs 19.1 circuits (REFERENCE.md's workload table),
 //! rounded up.

@@ -15,11 +15,15 @@
 //!
 //! Sealing needs no Groth16 parameters, only the SDR parent cache (made on
 //! first use where `FIL_PROOFS_PARENT_CACHE` points; see [`crate::settings`]).
+//!
+//! Errors: a malformed file or field is an `InvalidArgument` naming it; a
+//! failed sealing step or file write an `Internal` error naming the step.
 
 use crate::registry::{self, POST_PROOFS, SEAL_PROOFS, UPDATE_PROOFS};
 use crate::request::prover_id;
-use anyhow::{anyhow, ensure, Context, Result};
+use crate::FilecoinError;
 use base64::Engine as _;
+use cuzk_core::{ProofKind, ProofRequest, SectorFields};
 use filecoin_proofs_api::seal::{self, SealCommitPhase1Output};
 use filecoin_proofs_api::{
     post, update, Commitment, PaddedBytesAmount, PieceInfo, PrivateReplicaInfo, ProverId,
@@ -28,9 +32,31 @@ use filecoin_proofs_api::{
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
+use std::fmt::Display;
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+type Result<T, E = FilecoinError> = std::result::Result<T, E>;
+
+/// A malformed file or field.
+fn invalid(message: String) -> FilecoinError {
+    FilecoinError::InvalidArgument(message)
+}
+
+/// A sealing step (or file write), named by `what`, failed.
+fn failed<E: Display>(what: impl Display) -> impl FnOnce(E) -> FilecoinError {
+    move |e| FilecoinError::Internal(format!("{what}: {e:#}"))
+}
+
+/// An outcome of sealing that should not be.
+fn ensure(condition: bool, message: impl FnOnce() -> String) -> Result<()> {
+    if condition {
+        Ok(())
+    } else {
+        Err(FilecoinError::Internal(message()))
+    }
+}
 
 /// The miner (actor) id of every fixture.
 pub const MINER_ID: u64 = 1000;
@@ -80,17 +106,17 @@ pub fn update_proof_abi(proof: RegisteredUpdateProof) -> u64 {
 
 /// The seal proof of a Go ABI number.
 pub fn seal_proof_from_abi(n: u64) -> Result<RegisteredSealProof> {
-    registry::lookup(&SEAL_PROOFS, n, "seal").map_err(|e| anyhow!(e))
+    registry::lookup(&SEAL_PROOFS, n, "seal")
 }
 
 /// The PoSt proof of a Go ABI number.
 pub fn post_proof_from_abi(n: u64) -> Result<RegisteredPoStProof> {
-    registry::lookup(&POST_PROOFS, n, "PoSt").map_err(|e| anyhow!(e))
+    registry::lookup(&POST_PROOFS, n, "PoSt")
 }
 
 /// The update proof of a Go ABI number.
 pub fn update_proof_from_abi(n: u64) -> Result<RegisteredUpdateProof> {
-    registry::lookup(&UPDATE_PROOFS, n, "update").map_err(|e| anyhow!(e))
+    registry::lookup(&UPDATE_PROOFS, n, "update")
 }
 
 /// The proofs a fixture of one sector size uses: seal V1_1, WinningPoSt V1,
@@ -110,7 +136,9 @@ impl SizeProofs {
             .iter()
             .position(|&s| s == sector_size)
             .ok_or_else(|| {
-                anyhow!("no registered proofs for sector size {sector_size} (have {SECTOR_SIZES:?})")
+                invalid(format!(
+                    "no registered proofs for sector size {sector_size} (have {SECTOR_SIZES:?})"
+                ))
             })?;
         Ok(Self {
             seal: SEAL_PROOFS[5 + i],
@@ -145,6 +173,17 @@ pub enum RequestKind {
     Winning,
     Wpost,
     Snap,
+}
+
+impl RequestKind {
+    /// The proof kind of the request.
+    pub fn proof_kind(self) -> ProofKind {
+        match self {
+            RequestKind::Winning => ProofKind::WinningPost,
+            RequestKind::Wpost => ProofKind::WindowPostPartition,
+            RequestKind::Snap => ProofKind::SnapDealsUpdate,
+        }
+    }
 }
 
 /// A PoSt or SnapDeals proving request, with the gRPC `SubmitProofRequest`
@@ -202,21 +241,43 @@ impl VanillaRequestFile {
 
     /// The registered PoSt proof (winning, wpost only).
     pub fn post_proof(&self) -> Result<RegisteredPoStProof> {
-        ensure!(
-            self.proof_kind != RequestKind::Snap,
-            "a snap request has no PoSt proof type"
-        );
+        if self.proof_kind == RequestKind::Snap {
+            return Err(invalid("a snap request has no PoSt proof type".into()));
+        }
         post_proof_from_abi(self.registered_proof)
     }
 
     /// The registered update proof (snap only).
     pub fn update_proof(&self) -> Result<RegisteredUpdateProof> {
-        ensure!(
-            self.proof_kind == RequestKind::Snap,
-            "a {:?} request has no update proof type",
-            self.proof_kind
-        );
+        if self.proof_kind != RequestKind::Snap {
+            return Err(invalid(format!(
+                "a {:?} request has no update proof type",
+                self.proof_kind
+            )));
+        }
         update_proof_from_abi(self.registered_proof)
+    }
+
+    /// The proof request the file describes (its fields decoded).
+    pub fn proof_request(&self) -> Result<ProofRequest> {
+        Ok(ProofRequest {
+            request_id: String::new(),
+            kind: self.proof_kind.proof_kind(),
+            registered_proof: self.registered_proof,
+            priority: None,
+            vanilla_proof: Vec::new(),
+            vanilla_proofs: self.vanilla_proof_bytes()?,
+            sector: SectorFields {
+                sector_size: self.sector_size,
+                sector_number: self.sector_number,
+                miner_id: self.miner_id,
+                randomness: self.randomness_bytes()?,
+                partition_index: self.partition_index,
+                comm_r_old: self.comm_r_old_bytes()?,
+                comm_r_new: self.comm_r_new_bytes()?,
+                comm_d_new: self.comm_d_new_bytes()?,
+            },
+        })
     }
 }
 
@@ -319,16 +380,16 @@ pub fn load_manifest(dir: impl AsRef<Path>) -> Result<FixtureManifest> {
 }
 
 fn load_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))
+    let bytes = fs::read(path).map_err(|e| invalid(format!("reading {}: {e}", path.display())))?;
+    serde_json::from_slice(&bytes).map_err(|e| invalid(format!("parsing {}: {e}", path.display())))
 }
 
 /// Hex of exactly 32 bytes.
 pub fn decode_hex32(field: &str, s: &str) -> Result<[u8; 32]> {
-    let v = hex::decode(s).with_context(|| format!("{field}: invalid hex {s:?}"))?;
+    let v = hex::decode(s).map_err(|e| invalid(format!("{field}: invalid hex {s:?}: {e}")))?;
     v.as_slice()
         .try_into()
-        .map_err(|_| anyhow!("{field}: expected 32 bytes, got {}", v.len()))
+        .map_err(|_| invalid(format!("{field}: expected 32 bytes, got {}", v.len())))
 }
 
 /// Empty, or hex of exactly 32 bytes.
@@ -343,7 +404,7 @@ pub fn decode_hex32_or_empty(field: &str, s: &str) -> Result<Vec<u8>> {
 pub fn decode_base64(field: &str, s: &str) -> Result<Vec<u8>> {
     base64::engine::general_purpose::STANDARD
         .decode(s)
-        .with_context(|| format!("{field}: invalid base64 ({} chars)", s.len()))
+        .map_err(|e| invalid(format!("{field}: invalid base64 ({} chars): {e}", s.len())))
 }
 
 fn b64(bytes: &[u8]) -> String {
@@ -374,11 +435,9 @@ pub fn write_fixtures_timed(
     seed: u64,
 ) -> Result<(FixtureManifest, Vec<PhaseTiming>)> {
     let proofs = SizeProofs::for_sector_size(sector_size)?;
-    ensure!(
-        u64::from(proofs.seal.sector_size()) == sector_size,
-        "seal proof {:?} is not of {sector_size} bytes",
-        proofs.seal
-    );
+    ensure(u64::from(proofs.seal.sector_size()) == sector_size, || {
+        format!("seal proof {:?} is not of {sector_size} bytes", proofs.seal)
+    })?;
     let mut timings = Vec::new();
     let mut clock = Instant::now();
     let mut lap = |phase: &'static str| {
@@ -388,7 +447,7 @@ pub fn write_fixtures_timed(
         clock = Instant::now();
     };
 
-    fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    fs::create_dir_all(out_dir).map_err(failed(format_args!("creating {}", out_dir.display())))?;
     let work = Work::create(&out_dir.join("work"))?;
 
     // Everything random comes from one rng, in a fixed order.
@@ -407,7 +466,7 @@ pub fn write_fixtures_timed(
     lap("add_piece");
 
     // PreCommit 1 (SDR labels) and 2 (tree_c, tree_r_last, comm_r).
-    File::create(&work.sealed).with_context(|| format!("creating {}", work.sealed.display()))?;
+    File::create(&work.sealed).map_err(failed(format_args!("creating {}", work.sealed.display())))?;
     let pc1 = seal::seal_pre_commit_phase1(
         proofs.seal,
         &work.cache,
@@ -418,10 +477,10 @@ pub fn write_fixtures_timed(
         ticket,
         &piece_infos,
     )
-    .context("seal_pre_commit_phase1")?;
+    .map_err(failed("seal_pre_commit_phase1"))?;
     lap("precommit1");
-    let pc2 =
-        seal::seal_pre_commit_phase2(pc1, &work.cache, &work.sealed).context("seal_pre_commit_phase2")?;
+    let pc2 = seal::seal_pre_commit_phase2(pc1, &work.cache, &work.sealed)
+        .map_err(failed("seal_pre_commit_phase2"))?;
     let (comm_r, comm_d) = (pc2.comm_r, pc2.comm_d);
     lap("precommit2");
 
@@ -436,26 +495,24 @@ pub fn write_fixtures_timed(
         pc2,
         &piece_infos,
     )
-    .context("seal_commit_phase1")?;
-    ensure!(
-        c1.comm_r == comm_r && c1.comm_d == comm_d,
-        "C1 commitments differ from PreCommit's"
-    );
-    let c1_json = serde_json::to_vec(&c1).context("serialising the C1 output")?;
+    .map_err(failed("seal_commit_phase1"))?;
+    ensure(c1.comm_r == comm_r && c1.comm_d == comm_d, || {
+        "C1 commitments differ from PreCommit's".into()
+    })?;
+    let c1_json = serde_json::to_vec(&c1).map_err(failed("serialising the C1 output"))?;
     drop(c1);
     // What lotus keeps after C1: the replica, tree_r_last, p_aux/t_aux.
-    seal::clear_cache(&work.cache).context("clear_cache")?;
+    seal::clear_cache(&work.cache).map_err(failed("clear_cache"))?;
     lap("commit1");
 
     // WinningPoSt: one sector per proof.
     let winning_randomness = post_randomness(&mut rng);
     let challenged =
         post::generate_winning_post_sector_challenge(proofs.winning, &winning_randomness, 1, prover)
-            .context("generate_winning_post_sector_challenge")?;
-    ensure!(
-        challenged == [0],
-        "one sector, yet WinningPoSt challenged {challenged:?}"
-    );
+            .map_err(failed("generate_winning_post_sector_challenge"))?;
+    ensure(challenged == [0], || {
+        format!("one sector, yet WinningPoSt challenged {challenged:?}")
+    })?;
     let winning_vanilla = post_vanilla(proofs.winning, &winning_randomness, prover, comm_r, &work)?;
     lap("winning_post_vanilla");
 
@@ -468,14 +525,16 @@ pub fn write_fixtures_timed(
     let new_piece = random_piece(&mut rng, unpadded);
     let new_piece_info = stage_piece(proofs.seal, &new_piece, &work.new_staged, unpadded)?;
     drop(new_piece);
-    let sealed_len = fs::metadata(&work.sealed)?.len();
+    let sealed_len = fs::metadata(&work.sealed)
+        .map_err(failed(format_args!("reading {}", work.sealed.display())))?
+        .len();
     OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .open(&work.update)
         .and_then(|f| f.set_len(sealed_len))
-        .with_context(|| format!("creating {}", work.update.display()))?;
+        .map_err(failed(format_args!("creating {}", work.update.display())))?;
     let encoded = update::empty_sector_update_encode_into(
         proofs.update,
         &work.update,
@@ -485,7 +544,7 @@ pub fn write_fixtures_timed(
         &work.new_staged,
         &[new_piece_info],
     )
-    .context("empty_sector_update_encode_into")?;
+    .map_err(failed("empty_sector_update_encode_into"))?;
     lap("snap_encode");
     let snap_vanilla = update::generate_partition_proofs(
         proofs.update,
@@ -497,13 +556,14 @@ pub fn write_fixtures_timed(
         &work.update,
         &work.update_cache,
     )
-    .context("generate_partition_proofs")?;
-    ensure!(
-        snap_vanilla.len() == snap_partitions(proofs.update),
-        "{} SnapDeals partition proofs, expected {}",
-        snap_vanilla.len(),
-        snap_partitions(proofs.update)
-    );
+    .map_err(failed("generate_partition_proofs"))?;
+    ensure(snap_vanilla.len() == snap_partitions(proofs.update), || {
+        format!(
+            "{} SnapDeals partition proofs, expected {}",
+            snap_vanilla.len(),
+            snap_partitions(proofs.update)
+        )
+    })?;
     lap("snap_vanilla");
 
     // The files.
@@ -600,7 +660,7 @@ struct Work {
 impl Work {
     fn create(root: &Path) -> Result<Self> {
         if root.exists() {
-            fs::remove_dir_all(root).with_context(|| format!("removing stale {}", root.display()))?;
+            fs::remove_dir_all(root).map_err(failed(format_args!("removing stale {}", root.display())))?;
         }
         let work = Self {
             root: root.to_path_buf(),
@@ -612,13 +672,13 @@ impl Work {
             update_cache: root.join("update-cache"),
         };
         for dir in [&work.cache, &work.update_cache] {
-            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            fs::create_dir_all(dir).map_err(failed(format_args!("creating {}", dir.display())))?;
         }
         Ok(work)
     }
 
     fn remove(self) -> Result<()> {
-        fs::remove_dir_all(&self.root).with_context(|| format!("removing {}", self.root.display()))
+        fs::remove_dir_all(&self.root).map_err(failed(format_args!("removing {}", self.root.display())))
     }
 }
 
@@ -649,9 +709,11 @@ fn stage_piece(
         .create(true)
         .truncate(true)
         .open(staged)
-        .with_context(|| format!("creating {}", staged.display()))?;
-    let (info, written) = seal::add_piece(proof, piece, file, unpadded, &[]).context("add_piece")?;
-    ensure!(written == unpadded, "add_piece wrote {written:?} of {unpadded:?}");
+        .map_err(failed(format_args!("creating {}", staged.display())))?;
+    let (info, written) = seal::add_piece(proof, piece, file, unpadded, &[]).map_err(failed("add_piece"))?;
+    ensure(written == unpadded, || {
+        format!("add_piece wrote {written:?} of {unpadded:?}")
+    })?;
     Ok(info)
 }
 
@@ -664,22 +726,24 @@ fn post_vanilla(
     work: &Work,
 ) -> Result<Vec<u8>> {
     let sector_id = SectorId::from(SECTOR_NUMBER);
+    let step = format!("generate_fallback_sector_challenges({proof:?})");
     let mut challenges = post::generate_fallback_sector_challenges(proof, randomness, &[sector_id], prover)
-        .with_context(|| format!("generate_fallback_sector_challenges({proof:?})"))?;
-    let challenges = challenges
-        .remove(&sector_id)
-        .ok_or_else(|| anyhow!("{proof:?}: no challenges for sector {SECTOR_NUMBER}"))?;
+        .map_err(failed(step))?;
+    let challenges = challenges.remove(&sector_id).ok_or_else(|| {
+        FilecoinError::Internal(format!("{proof:?}: no challenges for sector {SECTOR_NUMBER}"))
+    })?;
     let replica = PrivateReplicaInfo::new(proof, comm_r, work.cache.clone(), work.sealed.clone());
     post::generate_single_vanilla_proof(proof, sector_id, &replica, &challenges)
-        .with_context(|| format!("generate_single_vanilla_proof({proof:?})"))
+        .map_err(failed(format_args!("generate_single_vanilla_proof({proof:?})")))
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+    fs::write(path, bytes).map_err(failed(format_args!("writing {}", path.display())))
 }
 
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value)?;
+    let mut bytes =
+        serde_json::to_vec_pretty(value).map_err(failed(format_args!("serialising {}", path.display())))?;
     bytes.push(b'\n');
     write_file(path, &bytes)
 }

@@ -4,37 +4,67 @@
 //! parameter files, and filecoin-proofs' own verifiers.
 //!
 //! - [`registry`]: Go ABI numbers to proof types.
-//! - [`request`]: request fields parsed and checked.
-//! - [`plans`]: the partition plans the engine runs.
+//! - [`request`]: the fields of a [`cuzk_core::ProofRequest`] parsed and checked.
+//! - [`plans`]: the partition plans the engine runs ([`plan_for`]).
+//! - [`source`]: [`FilecoinPlans`], the engine's plan source for all of them.
 //! - [`params`]: official parameter file names, and generating test-size ones.
 //! - [`fixtures`]: sealing test sectors to get C1 outputs and vanilla proofs.
 //! - [`settings`]: the `FIL_PROOFS_*` settings, set before filecoin-proofs reads them.
+//! - [`validate`]: checks of untrusted inputs before the Filecoin crates see
+//!   them, and the guard that turns a panic in them into an error.
 
 pub mod constraints;
 pub mod fixtures;
+pub mod names;
 pub mod params;
 pub mod plans;
 pub mod registry;
 pub mod request;
 pub mod settings;
+pub mod source;
+pub mod validate;
 
 pub use plans::plan_for;
-pub use request::{FilecoinRequest, Kind};
+pub use source::FilecoinPlans;
 
+use cuzk_core::PlanError;
 use filecoin_proofs::{MerkleTreeTrait, TreeRHasher};
 
 /// Why a Filecoin request cannot be served.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum FilecoinError {
-    /// The request is malformed or inconsistent.
+    /// The request (or a fixture file or field) is malformed or inconsistent.
     #[error("{0}")]
     InvalidArgument(String),
     /// A proof type cuzk does not serve.
     #[error("unsupported proof type: {0}")]
     Unsupported(String),
-    /// Something that should not fail did (a bug, or filecoin-proofs').
+    /// Parameter files could not be generated or found.
+    #[error("{0}")]
+    Parameters(String),
+    /// A partition's circuit or witness could not be built.
+    #[error("synthesis failed: {0}")]
+    Synthesis(String),
+    /// The proof did not pass bellperson's or filecoin-proofs' verifier.
+    #[error("verification failed: {0}")]
+    Verification(String),
+    /// Something that should not fail did (a bug, filecoin-proofs', or a
+    /// fixture's sealing step).
     #[error("{0}")]
     Internal(String),
+}
+
+impl From<FilecoinError> for PlanError {
+    fn from(e: FilecoinError) -> Self {
+        match e {
+            FilecoinError::InvalidArgument(m) => PlanError::InvalidArgument(m),
+            FilecoinError::Unsupported(m) => PlanError::Unsupported(m),
+            FilecoinError::Parameters(m) => PlanError::Parameters(m),
+            FilecoinError::Synthesis(m) => PlanError::Synthesis(m),
+            FilecoinError::Verification(m) => PlanError::Verification(m),
+            FilecoinError::Internal(m) => PlanError::Internal(m),
+        }
+    }
 }
 
 /// Work generic over a sector's Merkle tree shape, picked at run time from
@@ -55,5 +85,106 @@ pub(crate) fn dispatch_shape<W: ShapeDispatch>(sector_size: u64, work: W) -> Res
         other => Err(FilecoinError::InvalidArgument(format!(
             "no Filecoin sector shape for {other} bytes"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuzk_core::{ProofKind, ProofRequest, SectorFields};
+
+    fn request(kind: ProofKind, registered_proof: u64) -> ProofRequest {
+        ProofRequest {
+            request_id: String::new(),
+            kind,
+            registered_proof,
+            priority: None,
+            vanilla_proof: Vec::new(),
+            vanilla_proofs: Vec::new(),
+            sector: SectorFields::default(),
+        }
+    }
+
+    fn refusal(request: &ProofRequest) -> FilecoinError {
+        plan_for(request).expect_err("refused")
+    }
+
+    #[test]
+    fn refusals_are_typed() {
+        // Not in the Go ABI tables.
+        let e = refusal(&request(ProofKind::PorepSealCommit, 20));
+        assert!(
+            matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("unknown seal")),
+            "{e:?}"
+        );
+        let e = refusal(&request(ProofKind::SnapDealsUpdate, 5));
+        assert!(
+            matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("unknown update")),
+            "{e:?}"
+        );
+        // No C1 output.
+        let e = refusal(&request(ProofKind::PorepSealCommit, 5));
+        assert!(
+            matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("no C1 output")),
+            "{e:?}"
+        );
+        // Non-interactive PoRep makes an aggregate.
+        let e = refusal(&request(ProofKind::PorepSealCommit, 15));
+        assert!(
+            matches!(&e, FilecoinError::Unsupported(m) if m.contains("non-interactive")),
+            "{e:?}"
+        );
+        // A WindowPoSt number for a WinningPoSt request, and the reverse.
+        let e = refusal(&request(ProofKind::WinningPost, 10));
+        assert!(
+            matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("not a WinningPoSt")),
+            "{e:?}"
+        );
+        let e = refusal(&request(ProofKind::WindowPostPartition, 0));
+        assert!(
+            matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("not a WindowPoSt")),
+            "{e:?}"
+        );
+        // A sector size the registered proof is not of.
+        let mut r = request(ProofKind::WinningPost, 0);
+        r.sector.sector_size = 4096;
+        let e = refusal(&r);
+        assert!(
+            matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("does not match")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn plan_errors_keep_the_kind_and_message() {
+        let cases = [
+            (
+                FilecoinError::InvalidArgument("m".into()),
+                PlanError::InvalidArgument("m".into()),
+            ),
+            (
+                FilecoinError::Unsupported("m".into()),
+                PlanError::Unsupported("m".into()),
+            ),
+            (
+                FilecoinError::Parameters("m".into()),
+                PlanError::Parameters("m".into()),
+            ),
+            (
+                FilecoinError::Synthesis("m".into()),
+                PlanError::Synthesis("m".into()),
+            ),
+            (
+                FilecoinError::Verification("m".into()),
+                PlanError::Verification("m".into()),
+            ),
+            (
+                FilecoinError::Internal("m".into()),
+                PlanError::Internal("m".into()),
+            ),
+        ];
+        for (ours, theirs) in cases {
+            assert_eq!(PlanError::from(ours), theirs);
+        }
     }
 }

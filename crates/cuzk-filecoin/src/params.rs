@@ -4,8 +4,8 @@
 //! the same seed gives the same files.
 
 use crate::registry::{lookup, POST_PROOFS, SEAL_PROOFS, UPDATE_PROOFS};
-use crate::request::Kind;
 use crate::{FilecoinError, ShapeDispatch};
+use cuzk_core::ProofKind;
 use filecoin_proofs::{
     parameters::{public_params, window_post_public_params, winning_post_public_params},
     DefaultPieceHasher, MerkleTreeTrait, PoRepConfig, PoStConfig, PoStType, TreeRHasher,
@@ -14,7 +14,9 @@ use rand::SeedableRng;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_core::parameter_cache::{parameter_cache_params_path, parameter_cache_verifying_key_path};
+use storage_proofs_core::parameter_cache::{
+    parameter_cache_params_path, parameter_cache_verifying_key_path, VERSION,
+};
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
 use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound};
@@ -30,27 +32,52 @@ pub struct ParameterFiles {
     pub generated_in: Duration,
 }
 
+/// The circuit families of filecoin-proofs' parameter files: a circuit id
+/// (file stem) is `v28-` ([`VERSION`]), one of these, then the shape,
+/// hashers and a digest of the public parameters.
+pub const CIRCUIT_FAMILIES: [&str; 3] = [
+    // PoRep (StackedDrg)
+    "stacked-proof-of-replication-",
+    // WinningPoSt and WindowPoSt (FallbackPoSt)
+    "proof-of-spacetime-fallback-",
+    // SnapDeals (EmptySectorUpdate, and its Poseidon variant)
+    "empty-sector-update-",
+];
+
+/// Whether `circuit_id` names one of filecoin-proofs' parameter files (of
+/// this parameter version): `v28-<family>...`, in the characters those
+/// names use (lower-case letters, digits, `-`, `_`), so it is a plain file
+/// name in the parameter directory.
+pub fn is_official_circuit_id(circuit_id: &str) -> bool {
+    let Some(rest) = circuit_id.strip_prefix(&format!("v{VERSION}-")) else {
+        return false;
+    };
+    CIRCUIT_FAMILIES.iter().any(|family| rest.starts_with(family))
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
 enum Target {
     Porep(PoRepConfig),
     Post(PoStConfig),
     Snap(PoRepConfig),
 }
 
-fn target(kind: Kind, registered_proof: u64) -> Result<(Target, u64, String), FilecoinError> {
-    let invalid = FilecoinError::InvalidArgument;
+fn target(kind: ProofKind, registered_proof: u64) -> Result<(Target, u64, String), FilecoinError> {
     Ok(match kind {
-        Kind::Porep => {
-            let p = lookup(&SEAL_PROOFS, registered_proof, "seal").map_err(invalid)?;
+        ProofKind::PorepSealCommit => {
+            let p = lookup(&SEAL_PROOFS, registered_proof, "seal")?;
             let id = p
                 .circuit_identifier()
                 .map_err(|e| FilecoinError::Internal(format!("{e:#}")))?;
             (Target::Porep(p.as_v1_config()), u64::from(p.sector_size()), id)
         }
-        Kind::Winning | Kind::Window => {
-            let p = lookup(&POST_PROOFS, registered_proof, "PoSt").map_err(invalid)?;
+        ProofKind::WinningPost | ProofKind::WindowPostPartition => {
+            let p = lookup(&POST_PROOFS, registered_proof, "PoSt")?;
             let winning = matches!(p.typ(), PoStType::Winning);
-            if winning != (kind == Kind::Winning) {
-                return Err(invalid(format!(
+            if winning != (kind == ProofKind::WinningPost) {
+                return Err(FilecoinError::InvalidArgument(format!(
                     "registered_proof {registered_proof} ({p:?}) is not a {kind:?} proof"
                 )));
             }
@@ -59,8 +86,8 @@ fn target(kind: Kind, registered_proof: u64) -> Result<(Target, u64, String), Fi
                 .map_err(|e| FilecoinError::Internal(format!("{e:#}")))?;
             (Target::Post(p.as_v1_config()), u64::from(p.sector_size()), id)
         }
-        Kind::Snap => {
-            let p = lookup(&UPDATE_PROOFS, registered_proof, "update").map_err(invalid)?;
+        ProofKind::SnapDealsUpdate => {
+            let p = lookup(&UPDATE_PROOFS, registered_proof, "update")?;
             let size = u64::from(p.sector_size());
             (Target::Snap(p.as_v1_config()), size, snap_identifier_for(size)?)
         }
@@ -69,7 +96,7 @@ fn target(kind: Kind, registered_proof: u64) -> Result<(Target, u64, String), Fi
 
 /// Where the files of (`kind`, `registered_proof`) live in the parameter
 /// cache (`FIL_PROOFS_PARAMETER_CACHE`).
-pub fn files(kind: Kind, registered_proof: u64) -> Result<(PathBuf, PathBuf), FilecoinError> {
+pub fn files(kind: ProofKind, registered_proof: u64) -> Result<(PathBuf, PathBuf), FilecoinError> {
     let (_, _, id) = target(kind, registered_proof)?;
     Ok((
         parameter_cache_params_path(&id),
@@ -108,7 +135,9 @@ struct Generate {
 impl ShapeDispatch for Generate {
     type Out = ();
     fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<(), FilecoinError> {
-        let fail = |e: anyhow::Error| FilecoinError::Internal(format!("parameter generation: {e:#}"));
+        fn fail(e: impl std::fmt::Display) -> FilecoinError {
+            FilecoinError::Parameters(format!("parameter generation: {e:#}"))
+        }
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(self.seed);
         // groth_params writes the .params file when missing, verifying_key
         // the .vk (from the cached .params), both under the official names.
@@ -166,7 +195,7 @@ impl ShapeDispatch for Generate {
 /// The parameter files of (`kind`, `registered_proof`), generated from
 /// `seed` when missing. Test sizes only in practice: a 2 KiB PoRep takes
 /// about 7 min on 2 cores (1.1 GB); PoSt test sizes seconds.
-pub fn ensure(kind: Kind, registered_proof: u64, seed: u64) -> Result<ParameterFiles, FilecoinError> {
+pub fn ensure(kind: ProofKind, registered_proof: u64, seed: u64) -> Result<ParameterFiles, FilecoinError> {
     let (params, vk) = files(kind, registered_proof)?;
     let started = Instant::now();
     if !(params.exists() && vk.exists()) {
@@ -177,7 +206,7 @@ pub fn ensure(kind: Kind, registered_proof: u64, seed: u64) -> Result<ParameterF
     let generated_in = if params.exists() && vk.exists() {
         started.elapsed()
     } else {
-        return Err(FilecoinError::Internal(format!(
+        return Err(FilecoinError::Parameters(format!(
             "generation did not leave {} and {}",
             params.display(),
             vk.display()
@@ -188,4 +217,57 @@ pub fn ensure(kind: Kind, registered_proof: u64, seed: u64) -> Result<ParameterF
         vk,
         generated_in,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every registered proof's circuit id is named as filecoin-proofs
+    /// names its files (so `FilecoinPlans` serves its parameters).
+    #[test]
+    fn every_registered_circuit_id_is_official() {
+        let tables = [
+            (ProofKind::PorepSealCommit, SEAL_PROOFS.len()),
+            (ProofKind::WinningPost, 5),
+            (ProofKind::WindowPostPartition, POST_PROOFS.len()),
+            (ProofKind::SnapDealsUpdate, UPDATE_PROOFS.len()),
+        ];
+        for (kind, count) in tables {
+            let first = if kind == ProofKind::WindowPostPartition {
+                5
+            } else {
+                0
+            };
+            for number in first..count as u64 {
+                let (_, _, id) = target(kind, number).unwrap();
+                let circuit_id = format!("v{VERSION}-{id}");
+                assert!(
+                    is_official_circuit_id(&circuit_id),
+                    "{kind:?} {number}: {circuit_id}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn official_circuit_ids_are_plain_file_names() {
+        for id in [
+            "v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-2-sha256_hasher-96f1b4a04c5c51e4759bbf224bbc2ef5a42c7100f16ec0637123f16a845ddfb2",
+            "v28-proof-of-spacetime-fallback-merkletree-poseidon_hasher-8-0-0-0170db1f394b35d995252228ee359194b13199d259380541dc529fb0099096b0",
+            "v28-empty-sector-update-poseidon-merkletree-poseidon_hasher-8-8-0-3b7f44a9362e3985369454947bc94022e118211e49fd672d52bec1cbfd599d18",
+        ] {
+            assert!(is_official_circuit_id(id), "{id}");
+        }
+        for id in [
+            "v28-stacked-proof-of-replication-../x",
+            "v28-empty-sector-update-a/b",
+            "v28-proof-of-spacetime-fallback-A",
+            "v27-proof-of-spacetime-fallback-0",
+            "v28-fil-inner-product-v1",
+            "synthetic-1024-4-1",
+        ] {
+            assert!(!is_official_circuit_id(id), "{id}");
+        }
+    }
 }

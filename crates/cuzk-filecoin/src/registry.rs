@@ -5,6 +5,7 @@
 //! The numbers are the positions in filecoin-proofs-api's enums, which follow
 //! the Go ABI order; the `proof_kind` of a request says which table applies.
 
+use crate::FilecoinError;
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 
 /// Seal (PoRep) proofs by Go ABI number.
@@ -68,16 +69,17 @@ pub const UPDATE_PROOFS: [RegisteredUpdateProof; 5] = {
     ]
 };
 
-/// Looks `number` up in `table`, naming the table in the error.
-pub fn lookup<T: Copy>(table: &[T], number: u64, what: &str) -> Result<T, String> {
+/// Looks `number` up in `table`, naming the table in the error (an
+/// `InvalidArgument`).
+pub fn lookup<T: Copy>(table: &[T], number: u64, what: &str) -> Result<T, FilecoinError> {
     usize::try_from(number)
         .ok()
         .and_then(|i| table.get(i).copied())
         .ok_or_else(|| {
-            format!(
+            FilecoinError::InvalidArgument(format!(
                 "unknown {what} registered_proof {number} (known: 0..={})",
                 table.len() - 1
-            )
+            ))
         })
 }
 
@@ -115,8 +117,10 @@ mod tests {
         }
         assert_eq!(sector_size_name(2048), "2KiB");
         assert_eq!(sector_size_name(32 << 30), "32GiB");
-        assert!(lookup(&UPDATE_PROOFS, 5, "update")
-            .unwrap_err()
-            .contains("unknown update"));
+        let err = lookup(&UPDATE_PROOFS, 5, "update").unwrap_err();
+        assert!(
+            matches!(&err, FilecoinError::InvalidArgument(m) if m.contains("unknown update")),
+            "{err:?}"
+        );
     }
 }

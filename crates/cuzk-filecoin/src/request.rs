@@ -1,58 +1,28 @@
-//! Filecoin requests as the `cuzk.v1` API carries them, parsed and checked:
-//! every malformed input is an `InvalidArgument` naming the problem.
+//! Filecoin requests ([`cuzk_core::ProofRequest`], as the `cuzk.v1` API
+//! carries them) parsed and checked: every malformed input is an
+//! `InvalidArgument` naming the problem.
+//!
+//! The fields a Filecoin proof reads: `registered_proof` (the Go ABI number,
+//! table by `kind`); `vanilla_proof`, the PoRep C1 output (raw JSON or the
+//! `{SectorNum, Phase1Out, SectorSize}` envelope); `vanilla_proofs`, bincode
+//! `FallbackPoStSectorProof`s, one per sector (PoSt), or bincode
+//! `PartitionProof`s, one per partition (SnapDeals); and the
+//! [`SectorFields`]: `sector_size` (0 = the registered proof's),
+//! `sector_number` (PoRep), `miner_id` (the prover id is it as a
+//! little-endian u64, zero-padded), `randomness` and `partition_index`
+//! (PoSt), `comm_r_old`, `comm_r_new` and `comm_d_new` (SnapDeals, 32 bytes
+//! each).
 
 use crate::registry::{lookup, sector_size_name, POST_PROOFS, SEAL_PROOFS, UPDATE_PROOFS};
 use crate::FilecoinError;
 use base64::Engine as _;
+use cuzk_core::{ProofKind, ProofRequest, SectorFields};
 use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 use serde::Deserialize;
+use std::fmt::Display;
 use storage_proofs_core::parameter_cache::VERSION;
 use storage_proofs_core::sector::SectorId;
-
-/// Which Filecoin proof.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Kind {
-    /// PoRep commit phase 2.
-    #[default]
-    Porep,
-    /// SnapDeals empty-sector update.
-    Snap,
-    /// One WindowPoSt partition.
-    Window,
-    /// WinningPoSt.
-    Winning,
-}
-
-/// The request fields a Filecoin proof uses (the gRPC request's, by name).
-#[derive(Clone, Debug, Default)]
-pub struct FilecoinRequest {
-    /// Which proof.
-    pub kind: Kind,
-    /// Go ABI registered proof number (table by kind; see the README).
-    pub registered_proof: u64,
-    /// Sector size in bytes; 0 = take it from the registered proof.
-    pub sector_size: u64,
-    /// PoRep: the C1 output (raw JSON or the `{SectorNum, Phase1Out, SectorSize}` envelope).
-    pub vanilla_proof: Vec<u8>,
-    /// PoSt: bincode `FallbackPoStSectorProof` per sector; Snap: bincode
-    /// `PartitionProof` per partition.
-    pub vanilla_proofs: Vec<Vec<u8>>,
-    /// Sector number (PoRep).
-    pub sector_number: u64,
-    /// Miner actor id (the prover id is it as a little-endian u64, zero-padded).
-    pub miner_id: u64,
-    /// PoSt randomness (32 bytes).
-    pub randomness: Vec<u8>,
-    /// WindowPoSt partition index.
-    pub partition_index: u32,
-    /// SnapDeals commitments (32 bytes each).
-    pub comm_r_old: Vec<u8>,
-    /// New replica commitment.
-    pub comm_r_new: Vec<u8>,
-    /// New data commitment.
-    pub comm_d_new: Vec<u8>,
-}
 
 fn invalid(message: String) -> FilecoinError {
     FilecoinError::InvalidArgument(message)
@@ -76,6 +46,15 @@ fn bytes32(what: &str, bytes: &[u8], nonzero: bool) -> Result<[u8; 32], Filecoin
     Ok(out)
 }
 
+/// A 32-byte field that filecoin-proofs reads as a BLS12-381 scalar (a
+/// commitment, PoSt randomness): it must be canonical, or filecoin-proofs'
+/// `from_repr(..).expect(..)` panics on it.
+fn field32(what: &str, bytes: &[u8], nonzero: bool) -> Result<[u8; 32], FilecoinError> {
+    let out = bytes32(what, bytes, nonzero)?;
+    crate::validate::field_element(what, &out)?;
+    Ok(out)
+}
+
 fn check_sector_size(declared: u64, registered: u64, what: &str) -> Result<(), FilecoinError> {
     if declared != 0 && declared != registered {
         return Err(invalid(format!(
@@ -87,10 +66,31 @@ fn check_sector_size(declared: u64, registered: u64, what: &str) -> Result<(), F
     Ok(())
 }
 
-fn circuit_id(identifier: anyhow::Result<String>) -> Result<String, FilecoinError> {
+/// The circuit id (parameter file stem, `v28-<identifier>`) of a
+/// filecoin-proofs circuit identifier.
+fn circuit_id<E: Display>(identifier: Result<String, E>) -> Result<String, FilecoinError> {
     identifier
         .map(|id| format!("v{VERSION}-{id}"))
         .map_err(|e| FilecoinError::Internal(format!("circuit identifier: {e:#}")))
+}
+
+/// The PoRep C2 request of a C1 output (raw or enveloped): its registered
+/// proof read from the C1 output, for sector `sector_number` (0 = the
+/// envelope's) of miner `miner_id`. (The C1 output is checked when planned.)
+pub fn porep_request(c1: Vec<u8>, miner_id: u64, sector_number: u64) -> Result<ProofRequest, FilecoinError> {
+    Ok(ProofRequest {
+        request_id: String::new(),
+        kind: ProofKind::PorepSealCommit,
+        registered_proof: c1_registered_proof(&c1)?,
+        priority: None,
+        vanilla_proof: c1,
+        vanilla_proofs: Vec::new(),
+        sector: SectorFields {
+            miner_id,
+            sector_number,
+            ..SectorFields::default()
+        },
+    })
 }
 
 /// The Go ABI `registered_proof` of a C1 output (raw or enveloped), for
@@ -165,21 +165,22 @@ fn vanilla_sector_size(proofs: &VanillaSealProof) -> u64 {
 impl PorepInput {
     /// Parses the C1 output (raw or enveloped) and checks it against the
     /// request.
-    pub fn parse(request: &FilecoinRequest) -> Result<Self, FilecoinError> {
-        let registered = lookup(&SEAL_PROOFS, request.registered_proof, "seal").map_err(invalid)?;
+    pub fn parse(request: &ProofRequest) -> Result<Self, FilecoinError> {
+        let sector = &request.sector;
+        let registered = lookup(&SEAL_PROOFS, request.registered_proof, "seal")?;
         if request.registered_proof >= 15 {
             return Err(FilecoinError::Unsupported(format!(
                 "{registered:?}: non-interactive PoRep returns an aggregate proof, which cuzk does not make"
             )));
         }
         let size = u64::from(registered.sector_size());
-        check_sector_size(request.sector_size, size, &format!("{registered:?}"))?;
+        check_sector_size(sector.sector_size, size, &format!("{registered:?}"))?;
         if request.vanilla_proof.is_empty() {
             return Err(invalid(
                 "PoRep request carries no C1 output (vanilla_proof is empty)".into(),
             ));
         }
-        let mut sector_number = request.sector_number;
+        let mut sector_number = sector.sector_number;
         let (json, envelope) = c1_json(&request.vanilla_proof)?;
         if let Some(envelope) = envelope {
             check_sector_size(envelope.sector_size, size, &format!("{registered:?}")).map_err(|_| {
@@ -214,8 +215,12 @@ impl PorepInput {
                 sector_size_name(size)
             )));
         }
-        bytes32("comm_r", &c1.comm_r, true)?;
-        bytes32("comm_d", &c1.comm_d, true)?;
+        field32("the C1 output's comm_r", &c1.comm_r, true)?;
+        field32("the C1 output's comm_d", &c1.comm_d, true)?;
+        let replica_id: &[u8] = c1.replica_id.as_ref();
+        field32("the C1 output's replica_id", replica_id, false)?;
+        // The seed and ticket are chain randomness, hashed as bytes (never
+        // read as field elements): any 32 bytes but zero.
         bytes32("seed", &c1.seed, true)?;
         if registered.major_version() != 1 {
             return Err(FilecoinError::Unsupported(format!("{registered:?}")));
@@ -225,8 +230,8 @@ impl PorepInput {
             circuit_id: circuit_id(registered.circuit_identifier())?,
             c1,
             sector_number: SectorId::from(sector_number),
-            miner_id: request.miner_id,
-            prover_id: prover_id(request.miner_id),
+            miner_id: sector.miner_id,
+            prover_id: prover_id(sector.miner_id),
         })
     }
 }
@@ -252,15 +257,15 @@ pub struct PostInput {
 
 impl PostInput {
     /// Checks a PoSt request.
-    pub fn parse(request: &FilecoinRequest) -> Result<Self, FilecoinError> {
-        let kind = request.kind;
-        let registered = lookup(&POST_PROOFS, request.registered_proof, "PoSt").map_err(invalid)?;
+    pub fn parse(request: &ProofRequest) -> Result<Self, FilecoinError> {
+        let (kind, sector) = (request.kind, &request.sector);
+        let registered = lookup(&POST_PROOFS, request.registered_proof, "PoSt")?;
         let winning = matches!(registered.typ(), filecoin_proofs::PoStType::Winning);
-        if winning != (kind == Kind::Winning) {
+        if winning != (kind == ProofKind::WinningPost) {
             return Err(invalid(format!(
                 "registered_proof {} ({registered:?}) is not a {} proof",
                 request.registered_proof,
-                if kind == Kind::Winning {
+                if kind == ProofKind::WinningPost {
                     "WinningPoSt"
                 } else {
                     "WindowPoSt"
@@ -268,7 +273,7 @@ impl PostInput {
             )));
         }
         check_sector_size(
-            request.sector_size,
+            sector.sector_size,
             u64::from(registered.sector_size()),
             &format!("{registered:?}"),
         )?;
@@ -280,10 +285,10 @@ impl PostInput {
         Ok(Self {
             registered,
             vanilla_proofs: request.vanilla_proofs.clone(),
-            randomness: bytes32("randomness", &request.randomness, false)?,
-            miner_id: request.miner_id,
-            prover_id: prover_id(request.miner_id),
-            partition_index: request.partition_index,
+            randomness: field32("randomness", &sector.randomness, false)?,
+            miner_id: sector.miner_id,
+            prover_id: prover_id(sector.miner_id),
+            partition_index: sector.partition_index,
             circuit_id: circuit_id(registered.circuit_identifier())?,
         })
     }
@@ -308,10 +313,11 @@ pub struct SnapInput {
 
 impl SnapInput {
     /// Checks a SnapDeals request.
-    pub fn parse(request: &FilecoinRequest) -> Result<Self, FilecoinError> {
-        let registered = lookup(&UPDATE_PROOFS, request.registered_proof, "update").map_err(invalid)?;
+    pub fn parse(request: &ProofRequest) -> Result<Self, FilecoinError> {
+        let sector = &request.sector;
+        let registered = lookup(&UPDATE_PROOFS, request.registered_proof, "update")?;
         check_sector_size(
-            request.sector_size,
+            sector.sector_size,
             u64::from(registered.sector_size()),
             &format!("{registered:?}"),
         )?;
@@ -323,13 +329,12 @@ impl SnapInput {
         Ok(Self {
             registered,
             vanilla_proofs: request.vanilla_proofs.clone(),
-            comm_r_old: bytes32("comm_r_old", &request.comm_r_old, true)?,
-            comm_r_new: bytes32("comm_r_new", &request.comm_r_new, true)?,
-            comm_d_new: bytes32("comm_d_new", &request.comm_d_new, true)?,
-            circuit_id: circuit_id(
-                crate::params::snap_identifier_for(u64::from(registered.sector_size()))
-                    .map_err(anyhow::Error::msg),
-            )?,
+            comm_r_old: field32("comm_r_old", &sector.comm_r_old, true)?,
+            comm_r_new: field32("comm_r_new", &sector.comm_r_new, true)?,
+            comm_d_new: field32("comm_d_new", &sector.comm_d_new, true)?,
+            circuit_id: circuit_id(crate::params::snap_identifier_for(u64::from(
+                registered.sector_size(),
+            )))?,
         })
     }
 }

@@ -3,9 +3,12 @@
 //! bellperson's `create_proof` on the same storage-proofs circuit with the
 //! same r and s, and the whole proof accepted by filecoin-proofs' verifier.
 
-use cuzk_core::{finish, proof_to_bytes, prove_start, ProvingParameters, Randomness, Scalar};
+use cuzk_core::{
+    finish, proof_to_bytes, prove_start, PlanSource, ProofKind, ProofRequest, ProvingParameters, Randomness,
+    Scalar, SectorFields,
+};
 use cuzk_filecoin::fixtures::{self, FixtureManifest};
-use cuzk_filecoin::{FilecoinRequest, Kind};
+use cuzk_filecoin::FilecoinPlans;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -29,36 +32,50 @@ fn fixture() -> &'static (tempfile::TempDir, FixtureManifest) {
     })
 }
 
-/// The parameters of (`kind`, `number`), generated once (serialised).
-fn params(kind: Kind, number: u64) -> (Arc<ProvingParameters>, PathBuf) {
+/// The parameters of (`kind`, `number`), generated once (serialised), and
+/// read as the engine reads them: through `FilecoinPlans`' recipe for
+/// `circuit_id`.
+fn params(kind: ProofKind, number: u64, circuit_id: &str) -> (Arc<ProvingParameters>, PathBuf) {
     static LOCK: Mutex<()> = Mutex::new(());
     let _one_at_a_time = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    param_dir();
+    let source = FilecoinPlans::new(param_dir());
     let files = cuzk_filecoin::params::ensure(kind, number, 1).unwrap();
-    let params = ProvingParameters::read(&files.params, cuzk_core::PointCheck::Full).unwrap();
-    (Arc::new(params), files.params)
+    let recipe = source
+        .parameters(circuit_id)
+        .expect("an official circuit id")
+        .unwrap();
+    // The file filecoin-proofs wrote, read with every point checked.
+    let described = format!("{recipe:?}");
+    assert!(
+        described.contains(&format!("{:?}", files.params)) && described.contains("Full"),
+        "{described} is not a full read of {}",
+        files.params.display()
+    );
+    recipe.check_available().unwrap();
+    (Arc::new(recipe.load().unwrap()), files.params)
 }
 
-fn post_request(kind: Kind, file: &str) -> FilecoinRequest {
-    let request = fixtures::load_request_file(fixture().0.path().join(file)).unwrap();
-    FilecoinRequest {
-        kind,
-        registered_proof: request.registered_proof,
-        sector_size: request.sector_size,
-        vanilla_proofs: request.vanilla_proof_bytes().unwrap(),
-        miner_id: request.miner_id,
-        sector_number: request.sector_number,
-        randomness: request.randomness_bytes().unwrap(),
-        partition_index: request.partition_index,
-        ..Default::default()
-    }
+/// The PoSt request of a fixture file, which must be of `kind`.
+fn post_request(kind: ProofKind, file: &str) -> ProofRequest {
+    let request = fixtures::load_request_file(fixture().0.path().join(file))
+        .unwrap()
+        .proof_request()
+        .unwrap();
+    assert_eq!(request.kind, kind);
+    assert!(request.vanilla_proof.is_empty() && !request.vanilla_proofs.is_empty());
+    assert_eq!(request.sector.randomness.len(), 32);
+    request
 }
 
 /// Our proof of partition 0 equals bellperson's for the same circuit, r and
 /// s; the plan's whole-proof check (bellperson's verifier, then
 /// filecoin-proofs') accepts it and rejects a tampered one.
-fn check_against_bellperson(request: &FilecoinRequest, expected_constraints: usize) {
-    let plan = cuzk_filecoin::plan_for(request).unwrap();
+fn check_against_bellperson(request: &ProofRequest, expected_constraints: usize) {
+    // Planned as the engine plans it: by the catch-all Filecoin source.
+    let plan = FilecoinPlans::new(param_dir())
+        .plan(request)
+        .expect("the Filecoin source claims every request")
+        .unwrap();
     let assignment = plan.synthesize(0).unwrap();
     assert_eq!(
         assignment.a.len(),
@@ -66,7 +83,7 @@ fn check_against_bellperson(request: &FilecoinRequest, expected_constraints: usi
         "{:?} constraints changed",
         request.kind
     );
-    let (params, path) = params(request.kind, request.registered_proof);
+    let (params, path) = params(request.kind, request.registered_proof, &plan.circuit_id());
     assert_eq!(
         format!("{}.params", plan.circuit_id()),
         path.file_name().unwrap().to_str().unwrap()
@@ -97,7 +114,7 @@ fn check_against_bellperson(request: &FilecoinRequest, expected_constraints: usi
 
 /// The circuit of partition 0, built again for bellperson (2 KiB sectors
 /// have the base tree shape).
-fn plan_circuit(request: &FilecoinRequest) -> impl bellperson::Circuit<Scalar> {
+fn plan_circuit(request: &ProofRequest) -> impl bellperson::Circuit<Scalar> {
     let input = cuzk_filecoin::request::PostInput::parse(request).unwrap();
     cuzk_filecoin::plans::PostPlan::<filecoin_proofs::SectorShape2KiB>::new(input)
         .unwrap()
@@ -107,13 +124,13 @@ fn plan_circuit(request: &FilecoinRequest) -> impl bellperson::Circuit<Scalar> {
 
 #[test]
 fn winning_post_matches_bellperson_and_verifies() {
-    let request = post_request(Kind::Winning, fixtures::WINNING_FILE);
+    let request = post_request(ProofKind::WinningPost, fixtures::WINNING_FILE);
     check_against_bellperson(&request, WINNING_2KIB_CONSTRAINTS);
 }
 
 #[test]
 fn window_post_matches_bellperson_and_verifies() {
-    let request = post_request(Kind::Window, fixtures::WPOST_FILE);
+    let request = post_request(ProofKind::WindowPostPartition, fixtures::WPOST_FILE);
     check_against_bellperson(&request, WINDOW_2KIB_CONSTRAINTS);
 }
 
@@ -121,14 +138,32 @@ fn window_post_matches_bellperson_and_verifies() {
 fn porep_2kib_constraint_count_is_pinned() {
     // Synthesis only: no parameters needed.
     let manifest = &fixture().1;
-    let request = FilecoinRequest {
-        kind: Kind::Porep,
+    let request = ProofRequest {
+        request_id: String::new(),
+        kind: ProofKind::PorepSealCommit,
         registered_proof: manifest.registered_seal_proof,
+        priority: None,
         vanilla_proof: std::fs::read(fixture().0.path().join(fixtures::C1_FILE)).unwrap(),
-        miner_id: manifest.miner_id,
-        sector_number: manifest.sector_number,
-        ..Default::default()
+        vanilla_proofs: Vec::new(),
+        sector: SectorFields {
+            miner_id: manifest.miner_id,
+            sector_number: manifest.sector_number,
+            ..SectorFields::default()
+        },
     };
+    // The helper clients use builds the same request from the C1 alone.
+    let built = cuzk_filecoin::request::porep_request(
+        request.vanilla_proof.clone(),
+        manifest.miner_id,
+        manifest.sector_number,
+    )
+    .unwrap();
+    assert_eq!(
+        (built.kind, built.registered_proof, &built.sector),
+        (request.kind, request.registered_proof, &request.sector)
+    );
+    assert!(built.vanilla_proof == request.vanilla_proof && built.vanilla_proofs.is_empty());
+
     let plan = cuzk_filecoin::plan_for(&request).unwrap();
     assert_eq!(plan.partitions(), 1);
     let assignment = plan.synthesize(0).unwrap();

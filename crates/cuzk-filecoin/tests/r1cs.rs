@@ -5,11 +5,13 @@
 
 use bellperson::util_cs::{metric_cs::MetricCS, test_cs::TestConstraintSystem, Comparable};
 use bellperson::Circuit;
-use cuzk_core::{synthesize, CompiledR1cs, ProofPlan, ProvingAssignment, Scalar, SizeHint};
+use cuzk_core::{
+    synthesize, CompiledR1cs, ProofKind, ProofPlan, ProofRequest, ProvingAssignment, Scalar, SectorFields,
+    SizeHint,
+};
 use cuzk_filecoin::fixtures::{self, FixtureManifest};
 use cuzk_filecoin::plans::PorepPlan;
 use cuzk_filecoin::request::PorepInput;
-use cuzk_filecoin::{FilecoinRequest, Kind};
 use filecoin_proofs::SectorShape2KiB;
 use std::cell::Cell;
 use std::path::Path;
@@ -31,15 +33,20 @@ fn fixture() -> &'static (tempfile::TempDir, FixtureManifest) {
     })
 }
 
-fn porep_request() -> FilecoinRequest {
+fn porep_request() -> ProofRequest {
     let (dir, manifest) = fixture();
-    FilecoinRequest {
-        kind: Kind::Porep,
+    ProofRequest {
+        request_id: String::new(),
+        kind: ProofKind::PorepSealCommit,
         registered_proof: manifest.registered_seal_proof,
+        priority: None,
         vanilla_proof: std::fs::read(dir.path().join(fixtures::C1_FILE)).unwrap(),
-        miner_id: manifest.miner_id,
-        sector_number: manifest.sector_number,
-        ..Default::default()
+        vanilla_proofs: Vec::new(),
+        sector: SectorFields {
+            miner_id: manifest.miner_id,
+            sector_number: manifest.sector_number,
+            ..SectorFields::default()
+        },
     }
 }
 

@@ -73,7 +73,7 @@ static_assert(sizeof(point_t) == 144, "G1 Jacobian layout (blst_p1)");
 static_assert(sizeof(point2_t) == 288, "G2 Jacobian layout (blst_p2)");
 #endif
 
-// ---- layouts shared with Rust (crates/cuzk-sys/src/gpu.rs) ----
+// ---- layouts shared with Rust (crates/cuzk-sys/src/gpu/cuda.rs) ----
 
 // blst_p1_affine: x, y in Montgomery form, 48 bytes each.
 static const size_t BLST_P1_AFFINE_SZ = 96;
@@ -109,10 +109,16 @@ struct cuzk_partition_t {
     cuzk_tuning_t tuning;
 };
 
+// Milliseconds of each step of the CUDA region, in the order they run.
+struct cuzk_region_ms_t {
+    double upload, ntt, h_msm, l_msm, a_msm, b_g1_msm, b_g2_msm;
+};
+static_assert(sizeof(cuzk_region_ms_t) == 7 * 8, "region timings layout");
+
 struct cuzk_partition_out_t {
     point_t h, l, a_aux, b_aux;    // Jacobian, blst_p1 layout
     point2_t b_g2;                 // Jacobian, blst_p2 layout
-    double ms_upload, ms_ntt, ms_h_msm, ms_l_msm, ms_a_msm, ms_b_msm, ms_b_g2;
+    cuzk_region_ms_t ms;
 };
 #ifndef __CUDA_ARCH__
 static_assert(sizeof(cuzk_partition_out_t) == 4 * 144 + 288 + 7 * 8,
@@ -325,6 +331,14 @@ struct cuzk_gpu_srs_t {
 struct cuzk_host_sections_t {
     const affine_t *h, *l, *a, *b_g1;
     const affine2_t* b_g2;
+};
+
+// The arguments of cuzk_gpu_srs_create.
+struct cuzk_srs_create_t {
+    int device;
+    bool streamed;
+    cuzk_host_sections_t host;     // read once when resident, not kept
+    size_t nh, nl, na, nb, nb2;    // points in each section
 };
 
 struct cuzk_device_info_t {
@@ -615,12 +629,14 @@ CUZK_TRY
 CUZK_CATCH
 }
 
-extern "C" RustError cuzk_gpu_srs_create(int device, bool streamed,
-        const void* h, size_t nh, const void* l, size_t nl,
-        const void* a, size_t na, const void* b_g1, size_t nb,
-        const void* b_g2, size_t nb2, cuzk_gpu_srs_t** out)
+extern "C" RustError cuzk_gpu_srs_create(const cuzk_srs_create_t* p,
+                                         cuzk_gpu_srs_t** out)
 {
 CUZK_TRY
+    const int device = p->device;
+    const bool streamed = p->streamed;
+    const cuzk_host_sections_t& host = p->host;
+    const size_t nh = p->nh, nl = p->nl, na = p->na, nb = p->nb, nb2 = p->nb2;
     set_device(device);
     const gpu_t& gpu = select_gpu(device);
     std::unique_ptr<cuzk_gpu_srs_t> srs{new cuzk_gpu_srs_t{}};
@@ -639,11 +655,11 @@ CUZK_TRY
         stager_t* stage = srs->stage.get();
         copy_team_t team(stage->ok() ? stage_threads() : 1);
         cudaStream_t s = gpu[0];
-        upload(stage, &team, (affine_t*)srs->h, h, nh * sizeof(affine_t), s);
-        upload(stage, &team, (affine_t*)srs->l, l, nl * sizeof(affine_t), s);
-        upload(stage, &team, (affine_t*)srs->a, a, na * sizeof(affine_t), s);
-        upload(stage, &team, (affine_t*)srs->b_g1, b_g1, nb * sizeof(affine_t), s);
-        upload(stage, &team, (affine2_t*)srs->b_g2, b_g2, nb2 * sizeof(affine2_t), s);
+        upload(stage, &team, (affine_t*)srs->h, host.h, nh * sizeof(affine_t), s);
+        upload(stage, &team, (affine_t*)srs->l, host.l, nl * sizeof(affine_t), s);
+        upload(stage, &team, (affine_t*)srs->a, host.a, na * sizeof(affine_t), s);
+        upload(stage, &team, (affine_t*)srs->b_g1, host.b_g1, nb * sizeof(affine_t), s);
+        upload(stage, &team, (affine2_t*)srs->b_g2, host.b_g2, nb2 * sizeof(affine2_t), s);
         gpu[0].sync();
     }
     *out = srs.release();
@@ -700,8 +716,8 @@ CUZK_TRY
         fr_t* abc[3] = {d_a, d_b, d_c};
         const fr_t* src[3] = {p->a, p->b, p->c};
         // Copies on stream 1, transforms on stream 0: while the host stages
-        // b (and c), the device already transforms a (and b). ms_upload is
-        // therefore the time until all three have landed, ms_ntt what the
+        // b (and c), the device already transforms a (and b). ms.upload is
+        // therefore the time until all three have landed, ms.ntt what the
         // transforms take beyond it.
         stream_t& copy = gpu[1];
         stream_t& work = gpu[0];
@@ -726,7 +742,7 @@ CUZK_TRY
             }
         }
         copy.sync();
-        out->ms_upload = clock.lap();
+        out->ms.upload = clock.lap();
 
         quotient_on_coset<<<gpu.sm_count() * 4, 256, 0, work>>>(
             d_a, d_b, d_c, p->z_inv, n);
@@ -734,7 +750,7 @@ CUZK_TRY
         NTT::Base_dev_ptr(work, d_a, p->lg_domain, Order::NN,
                           NTT::Direction::inverse, NTT::Type::coset);
         work.sync();
-        out->ms_ntt = clock.lap();
+        out->ms.ntt = clock.lap();
 
         msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n - 1};
         // Device points: sppark's resident path; host points: its batched,
@@ -744,21 +760,21 @@ CUZK_TRY
             : msm.invoke(out->h, srs->h, n - 1, d_a, true);
         if (err.code != cudaSuccess)
             return err;
-        out->ms_h_msm = clock.lap();
+        out->ms.h_msm = clock.lap();
     }
     const cuzk_tuning_t& tuning = p->tuning;
     out->l = structured_msm<g1_curve>(gpu, streamed ? host->l : (const affine_t*)srs->l,
                                       streamed, p->l, tuning);
-    out->ms_l_msm = clock.lap();
+    out->ms.l_msm = clock.lap();
     out->a_aux = structured_msm<g1_curve>(gpu, streamed ? host->a : (const affine_t*)srs->a,
                                           streamed, p->a_aux, tuning);
-    out->ms_a_msm = clock.lap();
+    out->ms.a_msm = clock.lap();
     out->b_aux = structured_msm<g1_curve>(gpu, streamed ? host->b_g1 : (const affine_t*)srs->b_g1,
                                           streamed, p->b_aux, tuning);
-    out->ms_b_msm = clock.lap();
+    out->ms.b_g1_msm = clock.lap();
     out->b_g2 = structured_msm<g2_curve>(gpu, streamed ? host->b_g2 : (const affine2_t*)srs->b_g2,
                                          streamed, p->b_aux, tuning);
-    out->ms_b_g2 = clock.lap();
+    out->ms.b_g2_msm = clock.lap();
     gpu.sync();
     return RustError{cudaSuccess};
 CUZK_CATCH

@@ -1,9 +1,9 @@
 //! The one place where cuzk talks to native code.
 //!
 //! Everything `unsafe` in the workspace lives in this crate (the other crates
-//! deny `unsafe_code`). Today that is blst's multi-threaded Pippenger MSM and
-//! batch addition, reached through blst's Rust bindings; the CUDA kernels will
-//! join them here behind a feature.
+//! deny `unsafe_code`): blst's multi-threaded Pippenger MSM and batch
+//! addition, reached through blst's Rust bindings, and the CUDA backend
+//! ([`gpu`], behind the `cuda` feature).
 //!
 //! Why not blstrs' own `multi_exp`: it takes projective points and converts
 //! them all to affine on every call. Parameter files already hold affine
@@ -11,42 +11,16 @@
 #![allow(unsafe_code)]
 #![warn(missing_docs)]
 
-use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine, MultiPoint};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+use curve::{blst_affines, projective, BlstCurve};
 use group::Group;
+
+mod curve;
 
 /// Number of bits in a BLS12-381 scalar, as blst's MSM expects it.
 const SCALAR_BITS: usize = 255;
 /// Size of one little-endian canonical scalar.
 pub const SCALAR_BYTES: usize = 32;
-
-// blstrs' point types are `#[repr(transparent)]` wrappers of blst's, so a
-// slice of one is a slice of the other. The assertions make a layout change
-// in a future blstrs a compile error rather than memory corruption.
-const _: () = assert!(std::mem::size_of::<G1Affine>() == std::mem::size_of::<blst_p1_affine>());
-const _: () = assert!(std::mem::size_of::<G2Affine>() == std::mem::size_of::<blst_p2_affine>());
-const _: () = assert!(std::mem::size_of::<G1Projective>() == std::mem::size_of::<blst_p1>());
-const _: () = assert!(std::mem::size_of::<G2Projective>() == std::mem::size_of::<blst_p2>());
-
-fn g1_affines(points: &[G1Affine]) -> &[blst_p1_affine] {
-    // SAFETY: G1Affine is repr(transparent) over blst_p1_affine (checked above).
-    unsafe { std::slice::from_raw_parts(points.as_ptr().cast(), points.len()) }
-}
-
-fn g2_affines(points: &[G2Affine]) -> &[blst_p2_affine] {
-    // SAFETY: G2Affine is repr(transparent) over blst_p2_affine (checked above).
-    unsafe { std::slice::from_raw_parts(points.as_ptr().cast(), points.len()) }
-}
-
-fn g1_from_blst(p: blst_p1) -> G1Projective {
-    // SAFETY: G1Projective is repr(transparent) over blst_p1 (checked above).
-    unsafe { std::mem::transmute::<blst_p1, G1Projective>(p) }
-}
-
-fn g2_from_blst(p: blst_p2) -> G2Projective {
-    // SAFETY: G2Projective is repr(transparent) over blst_p2 (checked above).
-    unsafe { std::mem::transmute::<blst_p2, G2Projective>(p) }
-}
 
 pub use memmap2::Mmap;
 
@@ -94,20 +68,24 @@ fn check_lengths(points: usize, scalar_bytes: usize) -> Result<(), LengthMismatc
 ///
 /// `scalars` holds one canonical little-endian 32-byte scalar per point.
 pub fn g1_msm(points: &[G1Affine], scalars: &[u8]) -> Result<G1Projective, LengthMismatch> {
-    check_lengths(points.len(), scalars.len())?;
-    if points.is_empty() {
-        return Ok(G1Projective::identity());
-    }
-    Ok(g1_from_blst(g1_affines(points).mult(scalars, SCALAR_BITS)))
+    msm(points, scalars)
 }
 
 /// `sum(scalars[i] * points[i])` on G2 with blst's multi-threaded Pippenger.
 pub fn g2_msm(points: &[G2Affine], scalars: &[u8]) -> Result<G2Projective, LengthMismatch> {
+    msm(points, scalars)
+}
+
+fn msm<C: BlstCurve>(points: &[C], scalars: &[u8]) -> Result<C::Projective, LengthMismatch> {
     check_lengths(points.len(), scalars.len())?;
     if points.is_empty() {
-        return Ok(G2Projective::identity());
+        return Ok(C::Projective::identity());
     }
-    Ok(g2_from_blst(g2_affines(points).mult(scalars, SCALAR_BITS)))
+    Ok(projective::<C>(C::blst_mult(
+        blst_affines(points),
+        scalars,
+        SCALAR_BITS,
+    )))
 }
 
 /// Converts projective G1 points to affine with one field inversion for the
@@ -118,43 +96,42 @@ pub fn g2_msm(points: &[G2Affine], scalars: &[u8]) -> Result<G2Projective, Lengt
 ///
 /// Panics if the slices differ in length.
 pub fn g1_batch_normalize(points: &[G1Projective], out: &mut [G1Affine]) {
-    assert_eq!(points.len(), out.len(), "g1_batch_normalize: length mismatch");
+    batch_normalize(points, out)
+}
+
+/// [`g1_batch_normalize`] on G2.
+pub fn g2_batch_normalize(points: &[G2Projective], out: &mut [G2Affine]) {
+    batch_normalize(points, out)
+}
+
+fn batch_normalize<C: BlstCurve>(points: &[C::Projective], out: &mut [C]) {
+    assert_eq!(points.len(), out.len(), "batch_normalize: length mismatch");
     if points.is_empty() {
         return;
     }
     // blst reads `points` as one contiguous array when the second entry of
     // the pointer list is null.
-    let list: [*const blst_p1; 2] = [points.as_ptr().cast(), std::ptr::null()];
-    // SAFETY: the layouts match (checked above); `out` has room for
+    let list: [*const C::BlstPoint; 2] = [points.as_ptr().cast(), std::ptr::null()];
+    // SAFETY: the layouts match (BlstCurve's contract); `out` has room for
     // `points.len()` affine points and blst writes exactly that many.
-    unsafe { blst::blst_p1s_to_affine(out.as_mut_ptr().cast(), list.as_ptr(), points.len()) }
-}
-
-/// [`g1_batch_normalize`] on G2.
-pub fn g2_batch_normalize(points: &[G2Projective], out: &mut [G2Affine]) {
-    assert_eq!(points.len(), out.len(), "g2_batch_normalize: length mismatch");
-    if points.is_empty() {
-        return;
-    }
-    let list: [*const blst_p2; 2] = [points.as_ptr().cast(), std::ptr::null()];
-    // SAFETY: as in g1_batch_normalize.
-    unsafe { blst::blst_p2s_to_affine(out.as_mut_ptr().cast(), list.as_ptr(), points.len()) }
+    unsafe { C::BATCH_TO_AFFINE(out.as_mut_ptr().cast(), list.as_ptr(), points.len()) }
 }
 
 /// Sum of G1 points with blst's batch-affine addition (multi-threaded).
 pub fn g1_sum(points: &[G1Affine]) -> G1Projective {
-    if points.is_empty() {
-        return G1Projective::identity();
-    }
-    g1_from_blst(g1_affines(points).add())
+    sum(points)
 }
 
 /// Sum of G2 points with blst's batch-affine addition (multi-threaded).
 pub fn g2_sum(points: &[G2Affine]) -> G2Projective {
+    sum(points)
+}
+
+fn sum<C: BlstCurve>(points: &[C]) -> C::Projective {
     if points.is_empty() {
-        return G2Projective::identity();
+        return C::Projective::identity();
     }
-    g2_from_blst(g2_affines(points).add())
+    projective::<C>(C::blst_add(blst_affines(points)))
 }
 
 #[cfg(test)]

@@ -54,8 +54,19 @@ impl Daemon {
             }
             Listen::Unix => format!("unix://{}", dir.path().join("cuzk.sock").display()),
         };
+        // Keys of a leading `[daemon]` table in `extra_config` join the
+        // harness's own `[daemon]` table (TOML allows a table once).
+        let (daemon_keys, extra_config) = match extra_config.strip_prefix("[daemon]\n") {
+            Some(rest) => rest.split_at(rest.find("\n[").map_or(rest.len(), |i| i + 1)),
+            None => ("", extra_config),
+        };
+        let grace = if daemon_keys.contains("shutdown_grace_secs") {
+            ""
+        } else {
+            "shutdown_grace_secs = 2\n"
+        };
         let config = format!(
-            "[daemon]\nlisten = \"{address}\"\nshutdown_grace_secs = 2\n\
+            "[daemon]\nlisten = \"{address}\"\n{grace}{daemon_keys}\
              [srs]\nparam_cache = \"{}\"\n\
              [logging]\nlevel = \"info\"\n{extra_config}",
             params.display()

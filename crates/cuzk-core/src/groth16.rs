@@ -1,16 +1,18 @@
-//! The Groth16 prover on the CPU, as a split API.
+//! The backend-independent Groth16 frame: what every prover backend does
+//! the same way before and after its own MSMs and FFTs.
 //!
-//! [`prove_start`] computes the H polynomial and the G1 MSMs and leaves the B
-//! G2 MSM running on a thread of its own; [`finish`] joins it and runs the
-//! epilogue. A pipeline calls `finish` off the prover worker, so the next
-//! partition starts while this one's G2 MSM and epilogue complete.
-//!
-//! The arithmetic is bellperson's, step for step, so with the same r and s the
+//! [`preflight`] validates an assignment against its parameters and draws
+//! r and s; [`MsmWitness`] is the witness in the form MSMs read;
+//! [`input_msms`] and [`spawn_b_g2`] compute the public inputs' parts (and,
+//! for backends that leave it to the CPU, the whole B G2 MSM on a thread of
+//! its own); a backend's results become a [`PendingProof`], and [`finish`]
+//! joins the G2 thread and runs the epilogue. The arithmetic is
+//! bellperson's, step for step, so with the same r and s every backend's
 //! proof bytes equal bellperson's `create_proof`.
 
 use crate::assignment::{DensityBitmap, ProvingAssignment};
 use crate::domain::Domain;
-use crate::msm::{dense_msm, structured_msm, ScalarVector, G1, G2};
+use crate::msm::{structured_msm, ScalarVector, G1, G2};
 use crate::params::{ParamsError, ProvingParameters};
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
@@ -35,6 +37,19 @@ pub enum Randomness {
     },
 }
 
+impl Randomness {
+    /// Concrete r and s: the fixed ones, or fresh secure ones.
+    pub fn draw(self) -> (Scalar, Scalar) {
+        match self {
+            Randomness::Secure => {
+                let mut rng = rand::rngs::OsRng;
+                (Scalar::random(&mut rng), Scalar::random(&mut rng))
+            }
+            Randomness::Fixed { r, s } => (r, s),
+        }
+    }
+}
+
 /// Why a proof could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ProveError {
@@ -53,6 +68,18 @@ pub enum ProveError {
     /// The B G2 MSM thread could not start or died.
     #[error("B G2 MSM thread failed: {0}")]
     G2Thread(String),
+    /// A backend failed in a way no retry on it would mend.
+    #[error("{backend}: {message}")]
+    Backend {
+        /// The backend's name.
+        backend: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Two backends proved the same input with the same r, s and their
+    /// proofs differ (the dual backend's check).
+    #[error("backends disagree: {0}")]
+    Mismatch(String),
 }
 
 /// Wall-clock time of each prover phase.
@@ -87,9 +114,8 @@ pub struct ProveTimings {
     pub epilogue: Duration,
 }
 
-/// A proof whose G1 work is done and whose B G2 MSM may still be running.
 #[derive(Debug)]
-pub struct PendingProof {
+struct Parts {
     params: Arc<ProvingParameters>,
     r: Scalar,
     s: Scalar,
@@ -98,12 +124,78 @@ pub struct PendingProof {
     a: G1Projective,
     b_g1: G1Projective,
     b_g2: JoinHandle<(G2Projective, Duration)>,
+}
+
+#[derive(Debug)]
+enum State {
+    /// G1 work done, B G2 possibly running; `finish` runs the epilogue.
+    Parts(Box<Parts>),
+    /// Already a proof (a backend that had to finish to check its result).
+    Complete(Box<Proof<Bls12>>),
+}
+
+/// A proof whose G1 work is done and whose B G2 MSM may still be running.
+#[derive(Debug)]
+pub struct PendingProof {
+    state: State,
     timings: ProveTimings,
+}
+
+/// The MSM results a backend hands to the frame.
+#[derive(Debug)]
+pub struct MsmResults {
+    /// H MSM.
+    pub h: G1Projective,
+    /// L MSM.
+    pub l: G1Projective,
+    /// A MSM, inputs and aux.
+    pub a: G1Projective,
+    /// B MSM in G1, inputs and aux.
+    pub b_g1: G1Projective,
+    /// B MSM in G2 (its thread).
+    pub b_g2: JoinHandle<(G2Projective, Duration)>,
+}
+
+impl PendingProof {
+    /// A pending proof from a backend's MSM results.
+    pub(crate) fn from_msms(
+        params: &Arc<ProvingParameters>,
+        (r, s): (Scalar, Scalar),
+        msms: MsmResults,
+        timings: ProveTimings,
+    ) -> Self {
+        Self {
+            state: State::Parts(Box::new(Parts {
+                params: Arc::clone(params),
+                r,
+                s,
+                h: msms.h,
+                l: msms.l,
+                a: msms.a,
+                b_g1: msms.b_g1,
+                b_g2: msms.b_g2,
+            })),
+            timings,
+        }
+    }
+
+    /// A proof that is already complete (`finish` returns it as is).
+    pub fn completed(proof: Proof<Bls12>, timings: ProveTimings) -> Self {
+        Self {
+            state: State::Complete(Box::new(proof)),
+            timings,
+        }
+    }
+
+    /// Phase times so far (the G2 and epilogue fields fill in at `finish`).
+    pub fn timings(&self) -> &ProveTimings {
+        &self.timings
+    }
 }
 
 /// The witness in the form the MSMs read, shared with the G2 thread.
 #[derive(Debug)]
-pub(crate) struct Witness {
+pub(crate) struct MsmWitness {
     pub(crate) inputs: ScalarVector,
     pub(crate) aux: ScalarVector,
     pub(crate) a_aux_density: DensityBitmap,
@@ -111,13 +203,37 @@ pub(crate) struct Witness {
     pub(crate) b_aux_density: DensityBitmap,
 }
 
+impl MsmWitness {
+    /// The scalars and densities of `assignment` (which stays whole).
+    pub(crate) fn of(assignment: &ProvingAssignment) -> Self {
+        let (inputs, aux) = rayon::join(
+            || ScalarVector::new(&assignment.input_assignment),
+            || ScalarVector::new(&assignment.aux_assignment),
+        );
+        Self {
+            inputs,
+            aux,
+            a_aux_density: assignment.a_aux_density.clone(),
+            b_input_density: assignment.b_input_density.clone(),
+            b_aux_density: assignment.b_aux_density.clone(),
+        }
+    }
+
+    /// Public inputs in B (the first points of both B sections).
+    pub(crate) fn b_inputs(&self) -> usize {
+        self.b_input_density.count_ones()
+    }
+}
+
 /// Checks everything a backend needs before it starts, and draws r and s.
 pub(crate) fn preflight(
     assignment: &ProvingAssignment,
     params: &ProvingParameters,
     randomness: Randomness,
-) -> Result<(Domain, Scalar, Scalar), ProveError> {
-    assignment.validate().map_err(ProveError::InvalidAssignment)?;
+) -> Result<(Domain, (Scalar, Scalar)), ProveError> {
+    assignment
+        .validate()
+        .map_err(|e| ProveError::InvalidAssignment(e.0))?;
     params.check_fits(assignment)?;
     let domain = Domain::for_size(assignment.num_constraints())
         .ok_or(ProveError::DomainTooLarge(assignment.num_constraints()))?;
@@ -125,20 +241,16 @@ pub(crate) fn preflight(
     if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
         return Err(ProveError::SubvertedParameters);
     }
-    let (r, s) = match randomness {
-        Randomness::Secure => {
-            let mut rng = rand::rngs::OsRng;
-            (Scalar::random(&mut rng), Scalar::random(&mut rng))
-        }
-        Randomness::Fixed { r, s } => (r, s),
-    };
-    Ok((domain, r, s))
+    Ok((domain, randomness.draw()))
 }
 
-/// Starts the B G2 MSM on a thread of its own (on the CPU for every backend).
+/// Starts the B G2 MSM on a thread of its own: the inputs' part always, and
+/// the aux part too unless a backend computed it (`aux_done`, with the time
+/// it took), in which case the thread only adds the inputs' few points.
 pub(crate) fn spawn_b_g2(
     params: &Arc<ProvingParameters>,
-    witness: &Arc<Witness>,
+    witness: &Arc<MsmWitness>,
+    aux_done: Option<(G2Projective, Duration)>,
 ) -> Result<JoinHandle<(G2Projective, Duration)>, ProveError> {
     let params = Arc::clone(params);
     let witness = Arc::clone(witness);
@@ -146,135 +258,45 @@ pub(crate) fn spawn_b_g2(
         .name("b_g2_msm".into())
         .spawn(move || {
             let started = Instant::now();
-            let split = witness.b_input_density.count_ones();
-            let sum =
-                structured_msm::<G2>(
-                    &params.b_g2[..split],
-                    &witness.inputs,
-                    Some(&witness.b_input_density),
-                ) + structured_msm::<G2>(&params.b_g2[split..], &witness.aux, Some(&witness.b_aux_density));
-            (sum, started.elapsed())
+            let split = witness.b_inputs();
+            let inputs = structured_msm::<G2>(
+                &params.b_g2[..split],
+                &witness.inputs,
+                Some(&witness.b_input_density),
+            );
+            let (aux, aux_time) = match aux_done {
+                Some(done) => done,
+                None => (
+                    structured_msm::<G2>(&params.b_g2[split..], &witness.aux, Some(&witness.b_aux_density)),
+                    Duration::ZERO,
+                ),
+            };
+            (inputs + aux, aux_time + started.elapsed())
         })
         .map_err(|e| ProveError::G2Thread(e.to_string()))
 }
 
-impl PendingProof {
-    /// Assembles a pending proof from a backend's MSM results.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn from_parts(
-        params: &Arc<ProvingParameters>,
-        r: Scalar,
-        s: Scalar,
-        h: G1Projective,
-        l: G1Projective,
-        a: G1Projective,
-        b_g1: G1Projective,
-        b_g2: JoinHandle<(G2Projective, Duration)>,
-        timings: ProveTimings,
-    ) -> Self {
-        Self {
-            params: Arc::clone(params),
-            r,
-            s,
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2,
-            timings,
-        }
-    }
-}
-
-/// Starts a proof: validates, computes H and the G1 MSMs, and starts the B
-/// G2 MSM. The assignment's a/b/c vectors are freed before this returns.
-pub fn prove_start(
-    assignment: ProvingAssignment,
-    params: &Arc<ProvingParameters>,
-    randomness: Randomness,
-) -> Result<PendingProof, ProveError> {
-    let (domain, r, s) = preflight(&assignment, params, randomness)?;
-    let mut timings = ProveTimings::default();
-    let started = Instant::now();
-    let ProvingAssignment {
-        a,
-        b,
-        c,
-        input_assignment,
-        aux_assignment,
-        a_aux_density,
-        b_input_density,
-        b_aux_density,
-    } = assignment;
-    let (inputs, aux) = rayon::join(
-        || ScalarVector::new(&input_assignment),
-        || ScalarVector::new(&aux_assignment),
-    );
-    drop((input_assignment, aux_assignment));
-    let witness = Arc::new(Witness {
-        inputs,
-        aux,
-        a_aux_density,
-        b_input_density,
-        b_aux_density,
-    });
-    timings.prepare = started.elapsed();
-    let b_g2 = spawn_b_g2(params, &witness)?;
-
-    let timed = |slot: &mut Duration, f: &mut dyn FnMut() -> G1Projective| {
-        let started = Instant::now();
-        let out = f();
-        *slot = started.elapsed();
-        out
-    };
-
-    let started = Instant::now();
-    let h_coeffs = domain.h_coefficients(a, b, c);
-    timings.h_fft = started.elapsed();
-    let h = timed(&mut timings.h_msm, &mut || dense_msm::<G1>(&params.h, &h_coeffs));
-    drop(h_coeffs);
-
-    let w = &witness;
-    let l = timed(&mut timings.l_msm, &mut || {
-        structured_msm::<G1>(&params.l, &w.aux, None)
-    });
-    let (a_inputs, b_inputs) = input_msms(params, w);
-    let num_inputs = w.inputs.len();
-    let a = timed(&mut timings.a_msm, &mut || {
-        a_inputs + structured_msm::<G1>(&params.a[num_inputs..], &w.aux, Some(&w.a_aux_density))
-    });
-    let split = w.b_input_density.count_ones();
-    let b_g1 = timed(&mut timings.b_g1_msm, &mut || {
-        b_inputs + structured_msm::<G1>(&params.b_g1[split..], &w.aux, Some(&w.b_aux_density))
-    });
-    Ok(PendingProof::from_parts(
-        params, r, s, h, l, a, b_g1, b_g2, timings,
-    ))
-}
-
 /// The A and B_G1 MSMs over the public inputs: a handful of points, done on
 /// the CPU by every backend.
-pub(crate) fn input_msms(params: &ProvingParameters, w: &Witness) -> (G1Projective, G1Projective) {
+pub(crate) fn input_msms(params: &ProvingParameters, w: &MsmWitness) -> (G1Projective, G1Projective) {
     let num_inputs = w.inputs.len();
-    let split = w.b_input_density.count_ones();
+    let split = w.b_inputs();
     (
         structured_msm::<G1>(&params.a[..num_inputs], &w.inputs, None),
         structured_msm::<G1>(&params.b_g1[..split], &w.inputs, Some(&w.b_input_density)),
     )
 }
 
-impl PendingProof {
-    /// Phase times so far (the G2 and epilogue fields fill in at `finish`).
-    pub fn timings(&self) -> &ProveTimings {
-        &self.timings
-    }
-}
-
 /// Joins the B G2 MSM and assembles the proof from the MSM results a, b1, b2,
 /// h, l: A = alpha + a + r*delta, B = beta + b2 + s*delta,
 /// C = s*a + r*b1 + r*s*delta + s*alpha + r*beta + h + l.
 pub fn finish(pending: PendingProof) -> Result<(Proof<Bls12>, ProveTimings), ProveError> {
-    let PendingProof {
+    let PendingProof { state, mut timings } = pending;
+    let parts = match state {
+        State::Complete(proof) => return Ok((*proof, timings)),
+        State::Parts(parts) => *parts,
+    };
+    let Parts {
         params,
         r,
         s,
@@ -283,8 +305,7 @@ pub fn finish(pending: PendingProof) -> Result<(Proof<Bls12>, ProveTimings), Pro
         a,
         b_g1,
         b_g2,
-        mut timings,
-    } = pending;
+    } = parts;
     let waited = Instant::now();
     let (b_g2, g2_time) = b_g2
         .join()
@@ -304,15 +325,6 @@ pub fn finish(pending: PendingProof) -> Result<(Proof<Bls12>, ProveTimings), Pro
     };
     timings.epilogue = started.elapsed();
     Ok((proof, timings))
-}
-
-/// `prove_start` then `finish`, for callers that do not pipeline.
-pub fn prove(
-    assignment: ProvingAssignment,
-    params: &Arc<ProvingParameters>,
-    randomness: Randomness,
-) -> Result<(Proof<Bls12>, ProveTimings), ProveError> {
-    finish(prove_start(assignment, params, randomness)?)
 }
 
 /// Size of a compressed Groth16 proof.

@@ -1,6 +1,7 @@
-//! What a client asks for, in engine terms.
-
-use serde::{Deserialize, Serialize};
+//! What a client asks for: one request type from the wire (the daemon
+//! converts `cuzk.v1` messages into it once) to the plan source that turns it
+//! into partitions. The engine reads only its id, kind and priority; the
+//! proof fields are for the plan sources.
 
 /// Scheduling priority; higher runs first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -57,22 +58,18 @@ impl ProofKind {
     ];
 }
 
-/// `registered_proof` value reserved for cuzk's synthetic circuit. It lies
-/// far outside the Go ABI's RegisteredSealProof / RegisteredPoStProof values.
-pub const SYNTHETIC_REGISTERED_PROOF: u64 = 9000;
-
-/// A request as the engine receives it (the gRPC layer maps onto this).
+/// A proof request as it flows from the wire to a plan source.
 #[derive(Clone, Debug)]
 pub struct ProofRequest {
     /// Idempotency key; empty means none.
     pub request_id: String,
     /// Proof type.
     pub kind: ProofKind,
-    /// Go ABI registered proof, or [`SYNTHETIC_REGISTERED_PROOF`].
+    /// Go ABI registered proof (or a benchmark plan source's reserved number).
     pub registered_proof: u64,
     /// Explicit priority, or the kind's default.
     pub priority: Option<Priority>,
-    /// PoRep C1 output; for synthetic requests a JSON [`SyntheticSpec`].
+    /// PoRep C1 output (benchmark plans: their JSON spec).
     pub vanilla_proof: Vec<u8>,
     /// PoSt / SnapDeals vanilla proofs.
     pub vanilla_proofs: Vec<Vec<u8>>,
@@ -100,59 +97,4 @@ pub struct SectorFields {
     pub comm_r_new: Vec<u8>,
     /// SnapDeals: new data commitment.
     pub comm_d_new: Vec<u8>,
-}
-
-/// Shape of a synthetic request, from the `vanilla_proof` field as JSON,
-/// e.g. `{"constraints": 65536, "partitions": 2}`. Every field is optional.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields, default)]
-pub struct SyntheticSpec {
-    /// Constraints per partition (R1CS total, as `SyntheticCircuit` counts).
-    pub constraints: usize,
-    /// Partitions in the proof.
-    pub partitions: usize,
-    /// Public inputs per partition.
-    pub inputs: usize,
-    /// Witness seed; partition p uses `seed + p` (shaped witnesses:
-    /// `seed * 2^20 + p`, see `ShapedPlan::value_seed`).
-    pub seed: u64,
-    /// Where the witness comes from.
-    pub witness: WitnessSource,
-    /// Shaped witnesses: seed of the A/B densities (the "circuit"), which
-    /// the parameter file `shaped-v1-n<constraints>-i<inputs>-s<shape_seed>`
-    /// was made for.
-    pub shape_seed: u64,
-}
-
-/// How a synthetic request's partitions get their witness.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum WitnessSource {
-    /// Synthesised from cuzk's synthetic circuit (proofs verify).
-    #[default]
-    Circuit,
-    /// Generated directly in the shape of a PoRep partition, without a
-    /// circuit (`cuzk_core::shaped`), to measure the proving pipeline at full
-    /// size. The proofs cannot verify: no setup stands behind the parameters.
-    Shaped,
-}
-
-impl SyntheticSpec {
-    /// The JSON a client puts in `vanilla_proof` for this spec.
-    pub fn to_vanilla_proof(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a plain struct serialises")
-    }
-}
-
-impl Default for SyntheticSpec {
-    fn default() -> Self {
-        Self {
-            constraints: 1 << 16,
-            partitions: 1,
-            inputs: 2,
-            seed: 1,
-            witness: WitnessSource::Circuit,
-            shape_seed: 0,
-        }
-    }
 }

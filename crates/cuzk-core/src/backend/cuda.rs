@@ -1,6 +1,6 @@
-//! The GPU backend: the same split API as the CPU prover, with the CUDA
-//! region (a/b/c upload, NTTs, H MSM and the witness-shaped L, A, B_G1 and
-//! B_G2 MSMs) under a per-device lock, and everything else off it: witness
+//! The CUDA backend: one [`CudaBackend`] per GPU, with the CUDA region
+//! (a/b/c upload, NTTs, H MSM and the witness-shaped L, A, B_G1 and B_G2
+//! MSMs) under the device's lock, and everything else off it: witness
 //! preparation before, the input MSMs (B_G2's on a small thread) and the
 //! epilogue after.
 //!
@@ -8,18 +8,20 @@
 //! memory between partitions when they fit (with room for a partition's
 //! working set); when they do not, they are page-locked in host memory and
 //! streamed through the GPU at every proof. When not even a partition's
-//! working set fits, or on any CUDA error, the caller gets the assignment
-//! back and proves on the CPU instead (B_G2 included).
+//! working set fits, or on any CUDA error, the backend declines the
+//! partition and hands the assignment back (a [`super::Fallback`] then
+//! proves it on the CPU, B_G2 included).
 
-use crate::assignment::ProvingAssignment;
-use crate::msm::{split_msm, structured_msm, MsmGroup, MsmSplit, ScalarVector, G1, G2};
+use super::{BackendError, BackendKind, BackendStatus, PartitionData, ProverBackend, ProverInput, Residency};
+use crate::groth16::{input_msms, preflight, spawn_b_g2, MsmResults, MsmWitness, PendingProof, ProveTimings};
+use crate::msm::{split_msm, MsmGroup, MsmSplit, G1, G2};
 use crate::params::ProvingParameters;
-use crate::prover::{input_msms, preflight, PendingProof, ProveError, ProveTimings, Randomness, Witness};
+use crate::sync::lock;
 use blstrs::Scalar;
 use cuzk_sys::gpu::{DeviceInfo, GpuSrs, HostPin, MsmPlan, PartitionInput, Sections};
 use ff::{Field, PrimeField};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
 
 pub use cuzk_sys::gpu::{GpuError, Tuning};
 
@@ -33,49 +35,6 @@ pub const GPU_MIN_DOMAIN: usize = 1 << 14;
 /// MSM parts with fewer points than this run on the CPU beside the GPU.
 const GPU_MIN_MSM: usize = 1 << 12;
 
-/// What `prove_start` on a GPU came to. (Moved once per partition, so the
-/// size difference between the variants does not matter.)
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
-pub enum GpuOutcome {
-    /// The GPU part is done.
-    Started(PendingProof),
-    /// The GPU could not do it (memory, CUDA error); prove on the CPU.
-    Fallback {
-        /// Why, for the log.
-        reason: String,
-        /// The untouched assignment.
-        assignment: ProvingAssignment,
-    },
-    /// The inputs are wrong; no backend would do better.
-    Failed(ProveError),
-}
-
-/// Where the query sections live while a device proves with them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Residency {
-    /// In device memory when they fit with a partition's working set, else
-    /// streamed.
-    #[default]
-    Auto,
-    /// Always in device memory (CPU fallback when they do not fit).
-    Device,
-    /// Always streamed from page-locked host memory.
-    Host,
-}
-
-impl std::str::FromStr for Residency {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(Residency::Auto),
-            "device" => Ok(Residency::Device),
-            "host" => Ok(Residency::Host),
-            other => Err(format!("unknown SRS residency {other:?} (auto, device or host)")),
-        }
-    }
-}
-
 #[derive(Debug)]
 struct Resident {
     /// Streamed sections are read from these parameters' memory, so a
@@ -87,16 +46,37 @@ struct Resident {
     params: Weak<ProvingParameters>,
 }
 
-/// One GPU and its lock.
+/// One GPU: its lock and what is resident on it.
 #[derive(Debug)]
-pub struct GpuDevice {
+pub struct CudaBackend {
     ordinal: usize,
     info: DeviceInfo,
+    residency: Residency,
+    tuning: Tuning,
     /// Held only around the CUDA region (and SRS uploads).
     lock: Mutex<Option<Resident>>,
 }
 
-impl GpuDevice {
+impl CudaBackend {
+    /// A backend per visible CUDA device (CUDA_VISIBLE_DEVICES applies),
+    /// restricted to the ordinals in `only` when it is not empty; empty
+    /// without devices (or without the `cuda` feature at run time).
+    pub fn detect(only: &[u32], residency: Residency, tuning: Tuning) -> Vec<CudaBackend> {
+        (0..cuzk_sys::gpu::device_count())
+            .filter(|i| only.is_empty() || only.contains(&(*i as u32)))
+            .filter_map(|ordinal| {
+                let info = cuzk_sys::gpu::device_info(ordinal).ok()?;
+                Some(CudaBackend {
+                    ordinal,
+                    info,
+                    residency,
+                    tuning,
+                    lock: Mutex::new(None),
+                })
+            })
+            .collect()
+    }
+
     /// CUDA ordinal.
     pub fn ordinal(&self) -> usize {
         self.ordinal
@@ -111,100 +91,50 @@ impl GpuDevice {
     pub fn free_bytes(&self) -> u64 {
         cuzk_sys::gpu::device_info(self.ordinal).map_or(self.info.free_bytes, |i| i.free_bytes)
     }
+
+    fn decline(&self, reason: String, input: ProverInput) -> BackendError {
+        BackendError::Declined {
+            backend: self.name(),
+            reason,
+            input: Box::new(input),
+        }
+    }
 }
 
-fn lock(m: &Mutex<Option<Resident>>) -> MutexGuard<'_, Option<Resident>> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The GPUs this process proves on.
-#[derive(Debug)]
-pub struct GpuProver {
-    devices: Vec<GpuDevice>,
-    residency: Residency,
-    tuning: Tuning,
-}
-
-impl GpuProver {
-    /// The visible CUDA devices (CUDA_VISIBLE_DEVICES applies), restricted to
-    /// `only` when it is not empty; `None` without any (or without the
-    /// `cuda` feature).
-    pub fn detect(only: &[u32]) -> Option<Self> {
-        let devices: Vec<GpuDevice> = (0..cuzk_sys::gpu::device_count())
-            .filter(|i| only.is_empty() || only.contains(&(*i as u32)))
-            .filter_map(|ordinal| {
-                let info = cuzk_sys::gpu::device_info(ordinal).ok()?;
-                Some(GpuDevice {
-                    ordinal,
-                    info,
-                    lock: Mutex::new(None),
-                })
-            })
-            .collect();
-        (!devices.is_empty()).then_some(Self {
-            devices,
-            residency: Residency::Auto,
-            tuning: Tuning::default(),
-        })
+impl ProverBackend for CudaBackend {
+    fn name(&self) -> String {
+        format!("GPU {} ({})", self.ordinal, self.info.name)
     }
 
-    /// The same devices with another SRS residency policy.
-    pub fn with_residency(mut self, residency: Residency) -> Self {
-        self.residency = residency;
-        self
+    fn status(&self) -> BackendStatus {
+        BackendStatus {
+            name: self.name(),
+            kind: BackendKind::Gpu,
+            ordinal: self.ordinal as u32,
+            memory_total_bytes: self.info.total_bytes,
+            memory_free_bytes: self.free_bytes(),
+        }
     }
 
-    /// The same devices with the CUDA region's internal sizes overridden
-    /// (for the checks: small chunks and MSM windows at small sizes).
-    pub fn with_tuning(mut self, tuning: Tuning) -> Self {
-        self.tuning = tuning;
-        self
-    }
-
-    /// The devices, by index.
-    pub fn devices(&self) -> &[GpuDevice] {
-        &self.devices
-    }
-
-    /// `prove_start` on device `index`. Every MSM of the witness runs in
-    /// the CUDA region, B G2 included; `finish` is the CPU prover's, and the
-    /// "B G2 thread" it joins only adds the public inputs' few G2 points.
-    pub fn prove_start(
-        &self,
-        index: usize,
-        assignment: ProvingAssignment,
-        params: &Arc<ProvingParameters>,
-        randomness: Randomness,
-    ) -> GpuOutcome {
-        let device = &self.devices[index % self.devices.len()];
-        let (domain, r, s) = match preflight(&assignment, params, randomness) {
-            Ok(v) => v,
-            Err(e) => return GpuOutcome::Failed(e),
-        };
+    /// Every MSM of the witness runs in the CUDA region, B G2 included;
+    /// the "B G2 thread" the pending proof joins only adds the public
+    /// inputs' few G2 points.
+    fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
+        let PartitionData::Evaluated(assignment) = &input.data;
+        let params = &input.params;
+        let (domain, rs) = preflight(assignment, params, input.randomness)?;
         if domain.size() < GPU_MIN_DOMAIN {
-            return GpuOutcome::Fallback {
-                reason: format!(
-                    "domain 2^{} is below the GPU minimum",
-                    domain.size().trailing_zeros()
-                ),
-                assignment,
-            };
+            let reason = format!(
+                "domain 2^{} is below the GPU minimum",
+                domain.size().trailing_zeros()
+            );
+            return Err(self.decline(reason, input));
         }
         let mut timings = ProveTimings::default();
         let started = Instant::now();
         // The witness as the MSMs read it; the assignment itself stays whole
-        // until the GPU has succeeded, so a fallback gets it back intact.
-        let (inputs, aux) = rayon::join(
-            || ScalarVector::new(&assignment.input_assignment),
-            || ScalarVector::new(&assignment.aux_assignment),
-        );
-        let witness = Arc::new(Witness {
-            inputs,
-            aux,
-            a_aux_density: assignment.a_aux_density.clone(),
-            b_input_density: assignment.b_input_density.clone(),
-            b_aux_density: assignment.b_aux_density.clone(),
-        });
+        // until the GPU has succeeded, so a declined partition comes back intact.
+        let witness = Arc::new(MsmWitness::of(assignment));
         let (mut l_split, (mut a_split, mut b_split)) = rayon::join(
             || split_msm(&witness.aux, None),
             || {
@@ -215,7 +145,7 @@ impl GpuProver {
             },
         );
         let num_inputs = assignment.input_assignment.len();
-        let b_inputs = witness.b_input_density.count_ones();
+        let b_inputs = witness.b_inputs();
         // Small parts go to the CPU (blst), the rest to the GPU. B's split
         // serves both B MSMs, so its small parts are summed in G2 too before
         // they leave it.
@@ -231,7 +161,7 @@ impl GpuProver {
         let z_inv = (g.pow_vartime([domain.size() as u64]) - Scalar::ONE)
             .invert()
             .unwrap();
-        fn plan(split: &crate::msm::MsmSplit, offset: usize) -> MsmPlan<'_> {
+        fn plan(split: &MsmSplit, offset: usize) -> MsmPlan<'_> {
             MsmPlan {
                 offset,
                 npoints: split.npoints,
@@ -240,7 +170,7 @@ impl GpuProver {
                 other_scalars: &split.other_scalars,
             }
         }
-        let input = PartitionInput {
+        let region_input = PartitionInput {
             a: &assignment.a,
             b: &assignment.b,
             c: &assignment.c,
@@ -253,71 +183,48 @@ impl GpuProver {
         };
 
         let waited = Instant::now();
-        let mut resident = lock(&device.lock);
+        let mut resident = lock(&self.lock);
         timings.lock_wait = waited.elapsed();
         let region = Instant::now();
-        let srs = match ensure_resident(device, &mut resident, params, domain.size(), self.residency) {
+        let srs = match ensure_resident(self, &mut resident, params, domain.size(), self.residency) {
             Ok(srs) => srs,
             Err(reason) => {
                 drop(resident);
-                return GpuOutcome::Fallback { reason, assignment };
+                return Err(self.decline(reason, input));
             }
         };
         timings.streamed = srs.is_streamed();
-        let output = srs.prove(sections(params), &input);
+        let output = srs.prove(sections(params), &region_input);
         drop(resident);
         timings.gpu_region = region.elapsed();
         let output = match output {
             Ok(output) => output,
-            Err(e) => {
-                return GpuOutcome::Fallback {
-                    reason: format!("GPU {}: {e}", device.ordinal),
-                    assignment,
-                }
-            }
+            Err(e) => return Err(self.decline(format!("CUDA error: {e}"), input)),
         };
-        drop(assignment);
-        let ms = |v: f64| Duration::from_secs_f64(v / 1e3);
-        timings.upload = ms(output.ms[0]);
-        timings.h_fft = ms(output.ms[1]);
-        timings.h_msm = ms(output.ms[2]);
-        timings.l_msm = ms(output.ms[3]);
-        timings.a_msm = ms(output.ms[4]);
-        timings.b_g1_msm = ms(output.ms[5]);
-        // B_G2: the GPU's aux part, the CPU's small parts, and the inputs'
-        // part (a handful of points) on a thread, which is what the pending
-        // proof joins; b_g2_msm reports the GPU time plus that thread's.
-        let b_g2 = {
-            let gpu_part = output.b_g2 + small_b2;
-            let gpu_time = ms(output.ms[6]);
-            let (params, witness) = (Arc::clone(params), Arc::clone(&witness));
-            let spawned = std::thread::Builder::new()
-                .name("b_g2_inputs".into())
-                .spawn(move || {
-                    let started = Instant::now();
-                    let inputs = structured_msm::<G2>(
-                        &params.b_g2[..b_inputs],
-                        &witness.inputs,
-                        Some(&witness.b_input_density),
-                    );
-                    (gpu_part + inputs, gpu_time + started.elapsed())
-                });
-            match spawned {
-                Ok(handle) => handle,
-                Err(e) => return GpuOutcome::Failed(ProveError::G2Thread(e.to_string())),
-            }
-        };
-
-        let (a_inputs, b_g1_inputs) = input_msms(params, &witness);
-        GpuOutcome::Started(PendingProof::from_parts(
-            params,
-            r,
-            s,
-            output.h,
-            output.l + small_l,
-            a_inputs + output.a_aux + small_a,
-            b_g1_inputs + output.b_aux + small_b,
-            b_g2,
+        let ProverInput { data, params, .. } = input;
+        drop(data);
+        let t = output.timings;
+        timings.upload = t.upload;
+        timings.h_fft = t.ntt;
+        timings.h_msm = t.h_msm;
+        timings.l_msm = t.l_msm;
+        timings.a_msm = t.a_msm;
+        timings.b_g1_msm = t.b_g1_msm;
+        // B_G2: the GPU's aux part plus the CPU's small parts; the thread
+        // adds the inputs' part (a handful of points) and is what the
+        // pending proof joins.
+        let b_g2 = spawn_b_g2(&params, &witness, Some((output.b_g2 + small_b2, t.b_g2_msm)))?;
+        let (a_inputs, b_g1_inputs) = input_msms(&params, &witness);
+        Ok(PendingProof::from_msms(
+            &params,
+            rs,
+            MsmResults {
+                h: output.h,
+                l: output.l + small_l,
+                a: a_inputs + output.a_aux + small_a,
+                b_g1: b_g1_inputs + output.b_aux + small_b,
+                b_g2,
+            },
             timings,
         ))
     }
@@ -377,7 +284,7 @@ fn sections(params: &ProvingParameters) -> Sections<'_> {
 /// another circuit's. Called with the device lock held, so the memory check
 /// and the allocation cannot race another worker of the same device.
 fn ensure_resident(
-    device: &GpuDevice,
+    device: &CudaBackend,
     resident: &mut Option<Resident>,
     params: &Arc<ProvingParameters>,
     domain: usize,

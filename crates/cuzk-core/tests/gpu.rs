@@ -1,0 +1,199 @@
+//! The CUDA backend against independent implementations: proof bytes equal
+//! the CPU backend's for the same r, s (resident, windowed and streamed
+//! parameters, awkward sizes), a GPU proof verifies with bellperson's
+//! verifier, and partitions below the GPU's minimum are declined and proved
+//! by the CPU fallback. Run on a GPU machine with
+//! `cargo test -p cuzk-core --features cuda --release --test gpu`; without
+//! a device (or the `cuda` feature) every test says so and passes vacuously.
+
+mod common;
+
+use cuzk_core::backend::{prove_with, CudaBackend, Fallback, Residency, Tuning, GPU_MIN_DOMAIN};
+use cuzk_core::shaped::{shaped_assignment, shaped_parameters};
+use cuzk_core::{proof_to_bytes, BackendError, CpuBackend, ProverBackend, ProverInput, Randomness, Scalar};
+use std::sync::Arc;
+
+/// The first GPU with `residency` and `tuning`, or `None` (with a message)
+/// where there is none.
+fn gpu(residency: Residency, tuning: Tuning) -> Option<CudaBackend> {
+    let found = CudaBackend::detect(&[], residency, tuning).into_iter().next();
+    if found.is_none() {
+        eprintln!("SKIPPED: no CUDA device (or a build without --features cuda)");
+    }
+    found
+}
+
+/// GPU and CPU proofs of a shaped partition of `n` constraints, same r, s.
+fn gpu_equals_cpu(gpu: &CudaBackend, n: usize, seed: u64) -> cuzk_core::ProveTimings {
+    let assignment = shaped_assignment(n, 2, seed);
+    let params = Arc::new(shaped_parameters(&assignment, seed + 1));
+    let fixed = Randomness::Fixed {
+        r: Scalar::from(n as u64 * 3 + 1),
+        s: Scalar::from(n as u64 * 5 + 2),
+    };
+    let (cpu, _) = prove_with(
+        &CpuBackend,
+        ProverInput::evaluated(assignment.clone(), &params, fixed),
+    )
+    .unwrap();
+    let (ours, timings) = prove_with(gpu, ProverInput::evaluated(assignment, &params, fixed))
+        .unwrap_or_else(|e| panic!("n={n}: {e}"));
+    assert_eq!(
+        proof_to_bytes(&ours),
+        proof_to_bytes(&cpu),
+        "n={n}: GPU bytes differ from CPU bytes"
+    );
+    timings
+}
+
+#[test]
+fn resident_proofs_equal_the_cpu_backend() {
+    let Some(gpu) = gpu(Residency::Device, Tuning::default()) else {
+        return;
+    };
+    let mut sizes = vec![(1usize << 14) - 3, (1 << 14) + 1, 1 << 16, (1 << 17) + 5];
+    sizes.extend((18..=22).step_by(2).map(|k| 1usize << k));
+    for n in sizes {
+        let timings = gpu_equals_cpu(&gpu, n, n as u64);
+        assert!(!timings.gpu_region.is_zero(), "n={n} ran in the CUDA region");
+        assert!(!timings.streamed);
+    }
+}
+
+#[test]
+fn windowed_msms_equal_the_cpu_backend() {
+    // Small MSM windows: the "other" scalars of every section (B_G2 too)
+    // go through several Pippenger MSMs.
+    let tuning = Tuning {
+        stream_chunk: 0,
+        msm_window: 1 << 13,
+    };
+    let Some(gpu) = gpu(Residency::Device, tuning) else {
+        return;
+    };
+    for n in [(1usize << 18) + 7, 1 << 20] {
+        gpu_equals_cpu(&gpu, n, n as u64 + 5);
+    }
+}
+
+#[test]
+fn streamed_parameters_equal_the_cpu_backend() {
+    // The path of cards too small to hold the parameters: streamed from
+    // pinned host memory, at the default chunk and with small chunks and
+    // windows so that every section streams through many chunks.
+    let cases = [
+        ((1usize << 16) + 3, Tuning::default()),
+        (
+            1 << 18,
+            Tuning {
+                stream_chunk: 1 << 14,
+                msm_window: 0,
+            },
+        ),
+        (
+            (1 << 20) + 1,
+            Tuning {
+                stream_chunk: 1 << 12,
+                msm_window: 1 << 13,
+            },
+        ),
+    ];
+    for (n, tuning) in cases {
+        let Some(gpu) = gpu(Residency::Host, tuning) else {
+            return;
+        };
+        let timings = gpu_equals_cpu(&gpu, n, n as u64 + 9);
+        assert!(timings.streamed, "n={n} streamed");
+    }
+}
+
+#[test]
+fn a_gpu_proof_of_a_real_circuit_verifies_with_bellperson() {
+    let Some(gpu) = gpu(Residency::Auto, Tuning::default()) else {
+        return;
+    };
+    let (circuit, params) =
+        common::circuit_and_params(1 << 15, vec![Scalar::from(1u64), Scalar::from(0u64)], 3);
+    let assignment = cuzk_core::synthesize(circuit.clone(), circuit.size_hint()).unwrap();
+    let (proof, _) = prove_with(
+        &gpu,
+        ProverInput::evaluated(assignment, &params, Randomness::Secure),
+    )
+    .unwrap();
+    assert!(cuzk_core::Verifier::new(&params.vk)
+        .verify(&proof, circuit.public_inputs())
+        .unwrap());
+}
+
+#[test]
+fn small_partitions_are_declined_and_proved_by_the_cpu_fallback() {
+    let Some(gpu) = gpu(Residency::Auto, Tuning::default()) else {
+        return;
+    };
+    let gpu = Arc::new(gpu);
+    for k in 10..GPU_MIN_DOMAIN.trailing_zeros() {
+        let n = 1usize << k;
+        let assignment = shaped_assignment(n - 3, 2, n as u64);
+        let params = Arc::new(shaped_parameters(&assignment, 1));
+        let fixed = Randomness::Fixed {
+            r: Scalar::from(3u64),
+            s: Scalar::from(4u64),
+        };
+        let declined = gpu.prove_start(ProverInput::evaluated(assignment.clone(), &params, fixed));
+        assert!(matches!(declined, Err(BackendError::Declined { .. })), "2^{k}");
+        let fallback = Fallback::new(gpu.clone(), Arc::new(CpuBackend));
+        let (ours, _) = prove_with(
+            &fallback,
+            ProverInput::evaluated(assignment.clone(), &params, fixed),
+        )
+        .unwrap();
+        let (cpu, _) = prove_with(&CpuBackend, ProverInput::evaluated(assignment, &params, fixed)).unwrap();
+        assert_eq!(proof_to_bytes(&ours), proof_to_bytes(&cpu), "2^{k}");
+        assert_eq!(fallback.declined(), 1);
+    }
+}
+
+/// Issue 12.10: an injected CUDA error and an injected out-of-memory in the
+/// middle of a partition (after its CUDA region ran) make the GPU decline
+/// the partition; the CPU fallback proves it with the same bytes, and the
+/// next partition is proved on the GPU again.
+#[test]
+fn injected_gpu_faults_give_a_cpu_proved_partition() {
+    use cuzk_sys::gpu::faults::{inject, Fault};
+    let Some(gpu) = gpu(Residency::Auto, Tuning::default()) else {
+        return;
+    };
+    let fallback = Fallback::new(Arc::new(gpu), Arc::new(CpuBackend));
+    let n = (1usize << 16) + 3;
+    let assignment = shaped_assignment(n, 2, 77);
+    let params = Arc::new(shaped_parameters(&assignment, 78));
+    let fixed = Randomness::Fixed {
+        r: Scalar::from(5u64),
+        s: Scalar::from(6u64),
+    };
+    let (cpu, _) = prove_with(
+        &CpuBackend,
+        ProverInput::evaluated(assignment.clone(), &params, fixed),
+    )
+    .unwrap();
+    for (round, fault) in [Fault::Error, Fault::OutOfMemory].into_iter().enumerate() {
+        inject(Some((fault, 1)));
+        let (ours, timings) = prove_with(
+            &fallback,
+            ProverInput::evaluated(assignment.clone(), &params, fixed),
+        )
+        .unwrap();
+        inject(None);
+        assert_eq!(proof_to_bytes(&ours), proof_to_bytes(&cpu), "{fault:?}");
+        assert!(timings.gpu_region.is_zero(), "{fault:?}: proved on the CPU");
+        assert_eq!(fallback.declined(), round as u64 + 1);
+        // The device is usable again.
+        let (again, timings) = prove_with(
+            &fallback,
+            ProverInput::evaluated(assignment.clone(), &params, fixed),
+        )
+        .unwrap();
+        assert_eq!(proof_to_bytes(&again), proof_to_bytes(&cpu));
+        assert!(!timings.gpu_region.is_zero(), "back on the GPU after {fault:?}");
+    }
+}

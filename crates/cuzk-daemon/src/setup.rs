@@ -1,0 +1,83 @@
+//! What the engine is started with, built from the configuration: its
+//! prover backends (from `[gpus]`) and its plan sources (the Filecoin proof
+//! types, and the benchmark circuits).
+
+use crate::config::Config;
+use anyhow::Context;
+use cuzk_core::backend::{CudaBackend, Fallback, Residency, Tuning};
+use cuzk_core::{CpuBackend, ParameterCache, PlanSource, ProverBackend};
+use cuzk_engine::{Engine, EngineConfig, EngineError};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The engine's settings, backends and plan sources.
+#[derive(Debug)]
+pub struct EngineSetup {
+    /// Settings.
+    pub config: EngineConfig,
+    /// Where partitions are proved.
+    pub backends: Vec<Arc<dyn ProverBackend>>,
+    /// How requests become plans.
+    pub sources: Vec<Arc<dyn PlanSource>>,
+}
+
+impl EngineSetup {
+    /// Everything `config` asks for, with parameters in `param_dir`.
+    pub fn from_config(config: &Config, param_dir: &Path) -> anyhow::Result<Self> {
+        let residency: Residency = config
+            .gpus
+            .srs_residency
+            .parse()
+            .context("[gpus] srs_residency")?;
+        Ok(Self {
+            config: config.engine_config()?,
+            backends: if config.gpus.enabled {
+                gpu_backends(&config.gpus.devices, residency)
+            } else {
+                tracing::warn!("[gpus] enabled = false: proving on the CPU");
+                vec![Arc::new(CpuBackend)]
+            },
+            sources: plan_sources(param_dir, config.benchmark.synthetic)?,
+        })
+    }
+
+    /// Starts the engine.
+    pub fn start(self) -> Result<Engine, EngineError> {
+        Engine::start(self.config, self.backends, self.sources)
+    }
+}
+
+/// One backend per visible GPU (restricted to `devices` when not empty),
+/// each falling back to the CPU for what it declines; the CPU backend alone
+/// when there is no GPU or the build has no CUDA.
+pub fn gpu_backends(devices: &[u32], residency: Residency) -> Vec<Arc<dyn ProverBackend>> {
+    let cpu: Arc<dyn ProverBackend> = Arc::new(CpuBackend);
+    let gpus = CudaBackend::detect(devices, residency, Tuning::default());
+    if gpus.is_empty() {
+        tracing::warn!(
+            "no GPU backend (no CUDA device, or a build without --features cuda): proving on the CPU"
+        );
+        return vec![cpu];
+    }
+    gpus.into_iter()
+        .map(|gpu| Arc::new(Fallback::new(Arc::new(gpu), Arc::clone(&cpu))) as Arc<dyn ProverBackend>)
+        .collect()
+}
+
+/// The plan sources, asked in this order: the benchmark circuits when
+/// `benchmark` (they claim only their reserved registered proof and their
+/// own circuit ids), then the Filecoin proof types (everything else).
+/// Without the benchmark source its requests are refused as unknown
+/// Filecoin proof types and its ids as missing files: nothing is generated.
+pub fn plan_sources(param_dir: &Path, benchmark: bool) -> anyhow::Result<Vec<Arc<dyn PlanSource>>> {
+    let mut sources: Vec<Arc<dyn PlanSource>> = Vec::new();
+    if benchmark {
+        let cache = ParameterCache::new(param_dir)
+            .with_context(|| format!("parameter directory {}", param_dir.display()))?;
+        sources.push(Arc::new(cuzk_synthetic::SyntheticPlans::new(cache)));
+    }
+    sources.push(Arc::new(cuzk_filecoin::FilecoinPlans::new(
+        param_dir.to_path_buf(),
+    )));
+    Ok(sources)
+}

@@ -1,0 +1,50 @@
+//! The engine's settings (the daemon's TOML maps onto these).
+
+use std::time::Duration;
+
+/// Engine settings. Which backends prove and which plan sources plan are
+/// given to [`crate::Engine::start`] beside these.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Resident parameter bytes above which idle ones are evicted (0 = no limit).
+    pub srs_memory_limit: u64,
+    /// Parameters unused this long are evicted (`None`: kept until memory
+    /// pressure or EvictSRS). Long enough by default that a circuit used
+    /// every WindowPoSt deadline (30 min) stays resident.
+    pub srs_idle_evict: Option<Duration>,
+    /// Circuit ids loaded at start.
+    pub preload: Vec<String>,
+    /// Synthesis threads.
+    pub partition_workers: usize,
+    /// Prover workers per backend: more than one lets a backend's host-side
+    /// work (preparation, input MSMs) overlap another partition's device work.
+    pub workers_per_backend: usize,
+    /// Synthesised partitions that may wait for a prover.
+    pub max_prover_queue_depth: usize,
+    /// Bytes granted to partitions in flight.
+    pub memory_budget: u64,
+    /// How long finished results are kept.
+    pub result_ttl: Duration,
+    /// How many finished results are kept at most.
+    pub result_capacity: usize,
+    /// Jobs queued or running at most; submissions beyond are refused
+    /// (RESOURCE_EXHAUSTED) rather than queued without bound.
+    pub max_queued_jobs: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            srs_memory_limit: 0,
+            srs_idle_evict: Some(Duration::from_secs(2 * 3600)),
+            preload: Vec::new(),
+            partition_workers: 2,
+            workers_per_backend: 2,
+            max_prover_queue_depth: 1,
+            memory_budget: 4 << 30,
+            result_ttl: Duration::from_secs(600),
+            result_capacity: 10_000,
+            max_queued_jobs: 1_000,
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Stage 3: `finish` (B G2 join, epilogue) -> assemble in partition order
+//! -> verify the whole proof -> the job's final status.
+
+use super::guarded;
+use crate::job::{Job, JobStatus};
+use crate::state::{finalize, lock, Shared};
+use crate::timeline;
+use cuzk_core::{finish, proof_to_bytes, PendingProof};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
+
+/// A partition whose `prove_start` is done.
+pub(crate) struct FinishItem {
+    pub(crate) job: Arc<Job>,
+    pub(crate) partition: usize,
+    pub(crate) pending: PendingProof,
+    pub(crate) started: Instant,
+    pub(crate) worker: String,
+}
+
+impl std::fmt::Debug for FinishItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FinishItem")
+            .field("job", &self.job.id)
+            .field("partition", &self.partition)
+            .finish()
+    }
+}
+
+/// Finishes partitions until every sender is gone.
+pub(crate) fn worker(shared: &Shared, name: &str, items: &Mutex<mpsc::Receiver<FinishItem>>) {
+    loop {
+        let item = match lock(items).recv() {
+            Ok(item) => item,
+            Err(_) => return,
+        };
+        let FinishItem {
+            job,
+            partition,
+            pending,
+            started,
+            worker,
+        } = item;
+        let finished = Instant::now();
+        let outcome = guarded("finish", || finish(pending).map_err(|e| e.to_string()));
+        shared
+            .metrics
+            .phase_seconds
+            .with_label_values(&["finish"])
+            .observe(finished.elapsed().as_secs_f64());
+        timeline::event("prover_end", &job.id, partition, &worker);
+        let proof = match outcome {
+            Ok((proof, _)) => proof,
+            Err(e) => {
+                let error = format!("partition {partition} finish failed: {e}");
+                finalize(shared, &job, JobStatus::Failed, Vec::new(), error);
+                continue;
+            }
+        };
+        if job.is_final() {
+            continue;
+        }
+        let Some(proofs) = job.record(partition, proof, started.elapsed()) else {
+            continue;
+        };
+        // Whole proof: verify every partition before reporting COMPLETED.
+        let verdict = guarded("verification", || {
+            let srs = job.srs(&shared.srs).map_err(|e| e.to_string())?;
+            job.plan.verify(srs.params(), &proofs).map_err(|e| e.to_string())
+        });
+        tracing::debug!(job = %job.id, finisher = name, "assembled");
+        match verdict {
+            Ok(()) => {
+                let bytes = proofs.iter().flat_map(proof_to_bytes).collect();
+                finalize(shared, &job, JobStatus::Completed, bytes, String::new());
+            }
+            Err(error) => finalize(shared, &job, JobStatus::Failed, Vec::new(), error),
+        }
+    }
+}

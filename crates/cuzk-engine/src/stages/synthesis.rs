@@ -1,0 +1,81 @@
+//! Stage 1: dispatcher -> parameters -> synthesis -> hand-off.
+
+use super::guarded;
+use crate::job::JobStatus;
+use crate::sched::ReadyItem;
+use crate::state::{finalize, Shared};
+use crate::timeline;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Takes partitions from the dispatcher (in priority order, memory granted)
+/// until it closes.
+pub(crate) fn worker(shared: &Shared, name: &str) {
+    while let Some((item, permit)) = shared.dispatch.next() {
+        let job = item.job;
+        if job.is_final() {
+            continue;
+        }
+        job.mark_picked();
+        let srs = match job.srs(&shared.srs) {
+            Ok(srs) => srs,
+            Err(e) => {
+                finalize(shared, &job, JobStatus::Failed, Vec::new(), e.to_string());
+                continue;
+            }
+        };
+        timeline::event("synthesis_start", &job.id, item.partition, name);
+        let started = Instant::now();
+        let synthesized = guarded("synthesis", || {
+            job.plan.synthesize(item.partition).map_err(|e| e.to_string())
+        });
+        let took = started.elapsed();
+        timeline::event("synthesis_end", &job.id, item.partition, name);
+        shared
+            .metrics
+            .phase_seconds
+            .with_label_values(&["synthesis"])
+            .observe(took.as_secs_f64());
+        job.add_synthesis(took);
+        let assignment = match synthesized {
+            Ok(assignment) => assignment,
+            Err(e) => {
+                let error = format!("partition {} synthesis failed: {e}", item.partition);
+                finalize(shared, &job, JobStatus::Failed, Vec::new(), error);
+                continue;
+            }
+        };
+        // The memory budget is only as good as the plans' estimates: a
+        // partition that holds more than it was granted fails its job
+        // rather than overrun the budget (a plan bug, reported as such).
+        let held = assignment.heap_bytes();
+        if held > permit.bytes() {
+            let error = format!(
+                "partition {} holds {} MiB after synthesis, more than the {} MiB its plan budgeted \
+                 (a wrong estimate in the {} plan)",
+                item.partition,
+                held >> 20,
+                permit.bytes() >> 20,
+                job.kind.name()
+            );
+            finalize(shared, &job, JobStatus::Failed, Vec::new(), error);
+            continue;
+        }
+        if job.is_final() {
+            continue;
+        }
+        timeline::event("queued_for_prover", &job.id, item.partition, name);
+        let ready = ReadyItem {
+            rank: item.rank,
+            job: Arc::clone(&job),
+            partition: item.partition,
+            assignment,
+            params: Arc::clone(srs.params()),
+            permit,
+            queued_at: Instant::now(),
+        };
+        if shared.handoff.push(ready).is_err() {
+            return; // closed: shutting down
+        }
+    }
+}

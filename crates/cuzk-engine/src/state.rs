@@ -1,0 +1,104 @@
+//! State shared by the engine's API and its stages, and the one place a job
+//! ends ([`finalize`]).
+
+use crate::config::EngineConfig;
+use crate::job::{Job, JobStatus};
+use crate::metrics::Metrics;
+use crate::plans::PlanSources;
+use crate::sched::{Dispatch, Handoff};
+use crate::srs::SrsManager;
+use cuzk_core::{ProofKind, ProverBackend};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+/// Locks `m`, taking the data even if a thread panicked while holding it:
+/// every critical section leaves its data consistent at each step, so one
+/// failed partition must not stop the engine.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Jobs by id, idempotency keys, and finished jobs in the order they ended
+/// (for pruning).
+#[derive(Debug, Default)]
+pub(crate) struct JobTable {
+    pub(crate) by_id: HashMap<String, Arc<Job>>,
+    pub(crate) by_request: HashMap<String, String>,
+    pub(crate) request_of: HashMap<String, String>,
+    pub(crate) finished: VecDeque<(Instant, String)>,
+}
+
+/// A prover backend and what it is proving now.
+#[derive(Debug)]
+pub(crate) struct Device {
+    pub(crate) backend: Arc<dyn ProverBackend>,
+    pub(crate) current: Mutex<Option<(String, ProofKind)>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: EngineConfig,
+    pub(crate) sources: Arc<PlanSources>,
+    pub(crate) dispatch: Arc<Dispatch>,
+    pub(crate) handoff: Handoff,
+    pub(crate) srs: SrsManager,
+    pub(crate) jobs: Mutex<JobTable>,
+    pub(crate) devices: Vec<Device>,
+    pub(crate) metrics: Metrics,
+    pub(crate) next_seq: AtomicU64,
+    /// Jobs accepted and not yet final (bounded by `max_queued_jobs`).
+    pub(crate) live_jobs: AtomicUsize,
+    pub(crate) accepting: AtomicBool,
+    pub(crate) started: Instant,
+    pub(crate) completed: AtomicU64,
+    pub(crate) failed: AtomicU64,
+}
+
+/// Ends `job` once (later calls do nothing), records metrics and prunes old
+/// results.
+pub(crate) fn finalize(shared: &Shared, job: &Job, status: JobStatus, proof: Vec<u8>, error: String) {
+    let label = match status {
+        JobStatus::Completed => "completed",
+        JobStatus::Failed => "failed",
+        JobStatus::Cancelled => "cancelled",
+        JobStatus::Timeout => "timeout",
+    };
+    let counted = || {
+        shared.live_jobs.fetch_sub(1, Ordering::SeqCst);
+        match status {
+            JobStatus::Completed => shared.completed.fetch_add(1, Ordering::SeqCst),
+            JobStatus::Failed => shared.failed.fetch_add(1, Ordering::SeqCst),
+            _ => 0,
+        };
+        let m = &shared.metrics;
+        m.finished.with_label_values(&[job.kind.name(), label]).inc();
+        m.job_seconds
+            .with_label_values(&[job.kind.name()])
+            .observe(job.submitted.elapsed().as_secs_f64());
+    };
+    if !job.finalize(status, proof, error.clone(), counted) {
+        return;
+    }
+    if status == JobStatus::Completed {
+        tracing::info!(job = %job.id, ms = job.submitted.elapsed().as_millis() as u64, "job completed");
+    } else {
+        tracing::warn!(job = %job.id, status = label, %error, "job ended");
+    }
+    shared.dispatch.poke();
+
+    let mut jobs = lock(&shared.jobs);
+    jobs.finished.push_back((Instant::now(), job.id.clone()));
+    let ttl = shared.config.result_ttl;
+    while let Some((at, id)) = jobs.finished.front().cloned() {
+        if jobs.finished.len() <= shared.config.result_capacity && at.elapsed() < ttl {
+            break;
+        }
+        jobs.finished.pop_front();
+        jobs.by_id.remove(&id);
+        if let Some(request) = jobs.request_of.remove(&id) {
+            jobs.by_request.remove(&request);
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! What status reports: backends, parameters, queues, memory.
+
+use crate::srs::SrsStatus;
+use cuzk_core::backend::BackendStatus;
+use cuzk_core::ProofKind;
+use std::time::Duration;
+
+/// A prover backend as status reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceStatus {
+    /// The backend's own report (name, kind, ordinal, memory).
+    pub backend: BackendStatus,
+    /// Job being proved now (empty if idle).
+    pub current_job_id: String,
+    /// Its kind.
+    pub current_proof_kind: String,
+}
+
+/// Pending and running jobs of one kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KindQueue {
+    /// Kind.
+    pub kind: ProofKind,
+    /// Not started.
+    pub pending: u32,
+    /// Started, not final.
+    pub in_progress: u32,
+}
+
+/// Engine-wide status.
+#[derive(Clone, Debug)]
+pub struct EngineStatus {
+    /// Prover backends.
+    pub devices: Vec<DeviceStatus>,
+    /// Parameters known to the SRS manager.
+    pub srs: Vec<SrsStatus>,
+    /// Per-kind queues.
+    pub queues: Vec<KindQueue>,
+    /// Jobs completed since start.
+    pub completed: u64,
+    /// Jobs failed since start.
+    pub failed: u64,
+    /// Seconds since start.
+    pub uptime: Duration,
+    /// Memory budget and what is granted now.
+    pub memory_budget: u64,
+    /// Granted now.
+    pub memory_used: u64,
+    /// Partitions waiting for synthesis / for a prover.
+    pub queued_partitions: (usize, usize),
+}

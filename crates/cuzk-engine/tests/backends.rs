@@ -1,0 +1,282 @@
+//! The engine with backends it is given: fakes that decline, fail, panic or
+//! are slow, beside the CPU backend, and two backends at once. Every proof
+//! that completes is checked again with bellperson's verifier here.
+
+use cuzk_core::backend::{BackendKind, BackendStatus, Fallback};
+use cuzk_core::{
+    BackendError, CpuBackend, ParameterCache, PendingProof, PlanSource, Proof, ProofKind, ProofRequest,
+    ProveError, ProverBackend, ProverInput, SyntheticCircuit, Verifier, PROOF_BYTES,
+};
+use cuzk_engine::{Engine, EngineConfig, JobStatus};
+use cuzk_synthetic::{SyntheticPlans, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const SIZE: usize = 1 << 9;
+
+/// What a fake backend does with the partitions it is given.
+#[derive(Debug, Clone, Copy)]
+enum Behaviour {
+    /// Proves on the CPU.
+    Prove,
+    /// Declines its first `n` partitions, then proves.
+    DeclineFirst(usize),
+    /// Fails its `n`-th call (0-based) with an error, proves the others.
+    FailCall(usize),
+    /// Panics on its `n`-th call, proves the others.
+    PanicCall(usize),
+    /// Declines everything.
+    DeclineAll,
+}
+
+#[derive(Debug)]
+struct Fake {
+    name: String,
+    behaviour: Behaviour,
+    delay: Duration,
+    calls: AtomicUsize,
+    proved: AtomicUsize,
+}
+
+impl Fake {
+    fn new(name: &str, behaviour: Behaviour, delay: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.into(),
+            behaviour,
+            delay,
+            calls: AtomicUsize::new(0),
+            proved: AtomicUsize::new(0),
+        })
+    }
+
+    fn proved(&self) -> usize {
+        self.proved.load(Ordering::SeqCst)
+    }
+}
+
+impl ProverBackend for Fake {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn status(&self) -> BackendStatus {
+        BackendStatus {
+            name: self.name.clone(),
+            kind: BackendKind::Gpu,
+            ordinal: 7,
+            memory_total_bytes: 1 << 30,
+            memory_free_bytes: 1 << 29,
+        }
+    }
+
+    fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(self.delay);
+        let decline = |reason: &str, input: ProverInput| BackendError::Declined {
+            backend: self.name.clone(),
+            reason: reason.into(),
+            input: Box::new(input),
+        };
+        match self.behaviour {
+            Behaviour::DeclineAll => return Err(decline("declines everything", input)),
+            Behaviour::DeclineFirst(n) if call < n => return Err(decline("not yet", input)),
+            Behaviour::FailCall(n) if call == n => {
+                return Err(BackendError::Failed(ProveError::Backend {
+                    backend: self.name.clone(),
+                    message: "injected device failure".into(),
+                }))
+            }
+            Behaviour::PanicCall(n) if call == n => panic!("injected panic in {}", self.name),
+            _ => {}
+        }
+        let pending = CpuBackend.prove_start(input)?;
+        self.proved.fetch_add(1, Ordering::SeqCst);
+        Ok(pending)
+    }
+}
+
+fn synthetic(dir: &Path) -> Arc<dyn PlanSource> {
+    Arc::new(SyntheticPlans::new(ParameterCache::new(dir).unwrap()))
+}
+
+fn engine(dir: &Path, backends: Vec<Arc<dyn ProverBackend>>, workers: usize) -> Engine {
+    let config = EngineConfig {
+        partition_workers: 2,
+        workers_per_backend: workers,
+        max_prover_queue_depth: 2,
+        ..EngineConfig::default()
+    };
+    Engine::start(config, backends, vec![synthetic(dir)]).unwrap()
+}
+
+fn spec(partitions: usize, seed: u64) -> SyntheticSpec {
+    SyntheticSpec {
+        constraints: SIZE,
+        partitions,
+        inputs: 2,
+        seed,
+        ..SyntheticSpec::default()
+    }
+}
+
+fn request(spec: &SyntheticSpec) -> ProofRequest {
+    ProofRequest {
+        request_id: String::new(),
+        kind: ProofKind::PorepSealCommit,
+        registered_proof: SYNTHETIC_REGISTERED_PROOF,
+        priority: None,
+        vanilla_proof: spec.to_vanilla_proof(),
+        vanilla_proofs: Vec::new(),
+        sector: Default::default(),
+    }
+}
+
+/// Checks a completed job's bytes with bellperson's verifier, rebuilding the
+/// public inputs the way the synthetic plan defines them.
+fn check_proof(dir: &Path, spec: &SyntheticSpec, bytes: &[u8]) {
+    assert_eq!(bytes.len(), PROOF_BYTES * spec.partitions);
+    let id = SyntheticCircuit::new(
+        spec.constraints,
+        vec![cuzk_core::Scalar::from(0u64); spec.inputs],
+        0,
+    )
+    .unwrap()
+    .circuit_id();
+    let vk = cuzk_core::params::read_vk(
+        &ParameterCache::new(dir)
+            .unwrap()
+            .params_path(&id)
+            .with_extension("vk"),
+    )
+    .unwrap();
+    let verifier = Verifier::new(&vk);
+    for (index, chunk) in bytes.chunks(PROOF_BYTES).enumerate() {
+        let proof = Proof::<cuzk_core::Bls12>::read(chunk).unwrap();
+        let base = spec.seed.wrapping_mul(1000).wrapping_add(index as u64 * 7);
+        let inputs: Vec<_> = (0..spec.inputs)
+            .map(|i| cuzk_core::Scalar::from(base + i as u64))
+            .collect();
+        assert!(verifier.verify(&proof, &inputs).unwrap(), "partition {index}");
+    }
+}
+
+fn prove(engine: &Engine, spec: &SyntheticSpec) -> cuzk_engine::JobResult {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let job = engine.submit(request(spec)).unwrap();
+    rt.block_on(engine.wait(&job.job_id, Some(Duration::from_secs(600))))
+        .unwrap()
+}
+
+#[test]
+fn declined_partitions_go_to_the_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = Fake::new("fake GPU", Behaviour::DeclineFirst(2), Duration::ZERO);
+    let cpu = Fake::new("fake CPU", Behaviour::Prove, Duration::ZERO);
+    let backend = Arc::new(Fallback::new(gpu.clone(), cpu.clone()));
+    let engine = engine(dir.path(), vec![backend.clone()], 1);
+    let s = spec(4, 3);
+    let result = prove(&engine, &s);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    check_proof(dir.path(), &s, &result.proof);
+    assert_eq!(backend.declined(), 2);
+    assert_eq!(
+        cpu.proved(),
+        2,
+        "the two declined partitions were proved on the fallback"
+    );
+    assert_eq!(gpu.proved(), 2);
+}
+
+#[test]
+fn a_backend_that_declines_with_no_fallback_fails_the_job_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let only = Fake::new("picky", Behaviour::DeclineAll, Duration::ZERO);
+    let engine = engine(dir.path(), vec![only], 1);
+    let result = prove(&engine, &spec(1, 4));
+    assert_eq!(result.status, JobStatus::Failed);
+    assert!(
+        result.error.contains("picky") && result.error.contains("declines everything"),
+        "{}",
+        result.error
+    );
+}
+
+#[test]
+fn a_backend_error_mid_job_fails_that_job_and_the_engine_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let flaky = Fake::new("flaky", Behaviour::FailCall(1), Duration::ZERO);
+    let engine = engine(dir.path(), vec![flaky.clone()], 1);
+    let result = prove(&engine, &spec(3, 5));
+    assert_eq!(result.status, JobStatus::Failed);
+    assert!(
+        result.error.contains("injected device failure"),
+        "{}",
+        result.error
+    );
+    // The same backend proves the next job completely.
+    let s = spec(2, 6);
+    let result = prove(&engine, &s);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    check_proof(dir.path(), &s, &result.proof);
+}
+
+#[test]
+fn a_panicking_backend_fails_its_job_without_killing_the_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Fake::new("panicky", Behaviour::PanicCall(0), Duration::ZERO);
+    // One prover worker: if the panic killed it, the next job would hang.
+    let engine = engine(dir.path(), vec![backend], 1);
+    let result = prove(&engine, &spec(1, 7));
+    assert_eq!(result.status, JobStatus::Failed);
+    assert!(result.error.contains("panicked"), "{}", result.error);
+    let s = spec(1, 8);
+    let result = prove(&engine, &s);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    check_proof(dir.path(), &s, &result.proof);
+}
+
+#[test]
+fn a_slow_backend_beside_a_fast_one_gets_less_work_and_nothing_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = Fake::new("slow", Behaviour::Prove, Duration::from_millis(400));
+    let fast = Fake::new("fast", Behaviour::Prove, Duration::ZERO);
+    let engine = engine(dir.path(), vec![slow.clone(), fast.clone()], 1);
+    let s = spec(8, 9);
+    let result = prove(&engine, &s);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    check_proof(dir.path(), &s, &result.proof);
+    assert_eq!(
+        slow.proved() + fast.proved(),
+        8,
+        "every partition proved exactly once"
+    );
+    assert!(
+        fast.proved() > slow.proved(),
+        "fast {} vs slow {}",
+        fast.proved(),
+        slow.proved()
+    );
+}
+
+#[test]
+fn two_backends_share_a_job_and_status_reports_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = Fake::new("device A", Behaviour::Prove, Duration::from_millis(50));
+    let second = Fake::new("device B", Behaviour::Prove, Duration::from_millis(50));
+    let engine = engine(dir.path(), vec![first.clone(), second.clone()], 1);
+    let status = engine.status();
+    let names: Vec<_> = status.devices.iter().map(|d| d.backend.name.clone()).collect();
+    assert_eq!(names, ["device A", "device B"]);
+    assert_eq!(status.devices[0].backend.memory_total_bytes, 1 << 30);
+    let s = spec(6, 10);
+    let result = prove(&engine, &s);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    check_proof(dir.path(), &s, &result.proof);
+    assert_eq!(first.proved() + second.proved(), 6);
+    assert!(first.proved() > 0 && second.proved() > 0, "both devices got work");
+}

@@ -1,0 +1,255 @@
+//! PoRep commit phase 2: one partition per vanilla partition proof of C1.
+
+use super::{internal, verdict, FilecoinPlan, FilecoinProof, TreeDomain};
+use crate::request::PorepInput;
+use crate::validate::{self, guard};
+use crate::FilecoinError;
+use cuzk_core::Scalar;
+use filecoin_hashers::Domain;
+use filecoin_proofs::{
+    parameters::setup_params, DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait, PoRepConfig,
+};
+use std::fmt;
+use storage_proofs_core::drgraph::Graph;
+use storage_proofs_core::merkle::MerkleProofTrait;
+use storage_proofs_core::{compound_proof, compound_proof::CompoundProof, proof::ProofScheme};
+use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
+
+/// The plan of a PoRep C2 request.
+pub type PorepPlan<Tree> = FilecoinPlan<Porep<Tree>>;
+
+type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+type Vanilla<'a, Tree> = StackedDrg<'a, Tree, DefaultPieceHasher>;
+
+/// PoRep C2 as a [`FilecoinProof`]: the C1 output's vanilla partition
+/// proofs, checked, with the StackedDrg public inputs and parameters.
+pub struct Porep<Tree: 'static + MerkleTreeTrait> {
+    input: PorepInput,
+    config: PoRepConfig,
+    pub_inputs: stacked::PublicInputs<TreeDomain<Tree>, DefaultPieceDomain>,
+    pub_params: stacked::PublicParams<Tree>,
+    vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
+    constraints: usize,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> fmt::Debug for Porep<Tree> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PorepPlan")
+            .field("registered_proof", &self.input.registered)
+            .field("sector", &self.input.sector_number)
+            .field("partitions", &self.vanilla.len())
+            .finish()
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PorepPlan<Tree> {
+    /// The plan of a checked PoRep request.
+    pub fn new(input: PorepInput) -> Result<Self, FilecoinError> {
+        Porep::new(input).map(FilecoinPlan::from_proof)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
+    /// Checks the C1 output against the request: its vanilla proofs must
+    /// hold for its commitments, seed and the replica id of the request's
+    /// miner and sector.
+    pub fn new(input: PorepInput) -> Result<Self, FilecoinError> {
+        let invalid = FilecoinError::InvalidArgument;
+        let config = input.registered.as_v1_config();
+        let c1 = &input.c1;
+        let vanilla = TryInto::<Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>>::try_into(
+            c1.vanilla_proofs.clone(),
+        )
+        .map_err(|e| invalid(format!("C1 vanilla proofs: {e:#}")))?;
+        if vanilla.len() != usize::from(config.partitions) {
+            return Err(invalid(format!(
+                "C1 holds {} vanilla partition proofs, {:?} needs {}",
+                vanilla.len(),
+                input.registered,
+                usize::from(config.partitions)
+            )));
+        }
+        if let Some(k) = vanilla.iter().position(Vec::is_empty) {
+            return Err(invalid(format!(
+                "C1 vanilla partition proof {k} holds no challenge proofs"
+            )));
+        }
+        // Their shape first: nothing below may see a malformed proof.
+        let setup = compound_proof::SetupParams {
+            vanilla_params: setup_params(&config).map_err(internal)?,
+            partitions: Some(usize::from(config.partitions)),
+            priority: false,
+        };
+        let pub_params = <Compound<Tree> as CompoundProof<Vanilla<'_, Tree>, _>>::setup(&setup)
+            .map_err(internal)?
+            .vanilla_params;
+        check_shapes(&vanilla, &pub_params, u64::from(config.sector_size))?;
+        let replica_id: TreeDomain<Tree> = {
+            let fr: Scalar = c1.replica_id.into();
+            fr.into()
+        };
+        // The proof is checked against the replica id filecoin-proofs derives
+        // from the request's miner and sector; a mismatch would only fail at
+        // the end, so reject it now.
+        let expected = stacked::generate_replica_id::<Tree::Hasher, _>(
+            &input.prover_id,
+            u64::from(input.sector_number),
+            &c1.ticket,
+            c1.comm_d,
+            &config.porep_id,
+        );
+        if expected != replica_id {
+            return Err(invalid(format!(
+                "the C1 output's replica_id does not match miner_id {} and sector_number {} \
+                 (with its ticket, comm_d and proof type)",
+                input.miner_id, input.sector_number
+            )));
+        }
+        let comm_r =
+            <TreeDomain<Tree>>::try_from_bytes(&c1.comm_r).map_err(|e| invalid(format!("comm_r: {e}")))?;
+        let comm_d =
+            DefaultPieceDomain::try_from_bytes(&c1.comm_d).map_err(|e| invalid(format!("comm_d: {e}")))?;
+        let pub_inputs = stacked::PublicInputs {
+            replica_id,
+            tau: Some(stacked::Tau { comm_d, comm_r }),
+            k: None,
+            seed: Some(c1.seed),
+        };
+        // The vanilla proofs must hold for these commitments and this seed
+        // (storage-proofs' vanilla verifier: Merkle paths and labels, cheap
+        // next to the SNARK), so a mismatched C1 is refused now rather than
+        // failing verification after the proving work.
+        let valid = guard("the C1 vanilla proofs", || {
+            Ok(<Vanilla<'_, Tree> as ProofScheme<'_>>::verify_all_partitions(
+                &pub_params,
+                &pub_inputs,
+                &vanilla,
+            )
+            .unwrap_or(false))
+        })?;
+        if !valid {
+            return Err(invalid(
+                "the C1 vanilla proofs do not verify against its comm_r, comm_d, seed and replica_id".into(),
+            ));
+        }
+        let constraints = crate::constraints::porep(u64::from(config.sector_size));
+        Ok(Self {
+            input,
+            config,
+            pub_inputs,
+            pub_params,
+            vanilla,
+            constraints,
+        })
+    }
+}
+
+/// The shape of every challenge proof of every partition, before
+/// storage-proofs' verifier (which indexes and hashes it unchecked) sees it:
+/// every field element canonical, every column of one row per layer, every
+/// Merkle path element well formed (see [`crate::validate`]), the comm_d and
+/// comm_r_last openings of the sector's trees (the verifier checks only
+/// their roots and indices, the circuit opens them fully: so they are
+/// verified here), as many DRG and expander parent columns as the graph has
+/// parents, and one labeling proof per layer.
+fn check_shapes<Tree: 'static + MerkleTreeTrait>(
+    vanilla: &[Vec<stacked::Proof<Tree, DefaultPieceHasher>>],
+    pub_params: &stacked::PublicParams<Tree>,
+    sector_size: u64,
+) -> Result<(), FilecoinError> {
+    let invalid = FilecoinError::InvalidArgument;
+    let leaves = (sector_size / 32) as usize;
+    let layers = pub_params.num_layers;
+    let drg = pub_params.graph.base_graph().degree();
+    let exp = pub_params.graph.expansion_degree();
+    for (k, partition) in vanilla.iter().enumerate() {
+        for (j, proof) in partition.iter().enumerate() {
+            let what = format!("C1 partition {k} challenge proof {j}");
+            validate::field_elements(&what, proof, Some(layers))?;
+            validate::merkle_path(&format!("{what}: comm_d_proofs"), &proof.comm_d_proofs, leaves)?;
+            validate::merkle_path(
+                &format!("{what}: comm_r_last_proof"),
+                &proof.comm_r_last_proof,
+                leaves,
+            )?;
+            for (name, opening) in [
+                ("comm_d_proofs", proof.comm_d_proofs.verify()),
+                ("comm_r_last_proof", proof.comm_r_last_proof.verify()),
+            ] {
+                if !opening {
+                    return Err(invalid(format!(
+                        "{what}: {name} does not open its root (its path does not hash to it)"
+                    )));
+                }
+            }
+            let columns = &proof.replica_column_proofs;
+            if columns.drg_parents.len() != drg || columns.exp_parents.len() != exp {
+                return Err(invalid(format!(
+                    "{what}: {} DRG and {} expander parent columns, the graph has {drg} and {exp} parents",
+                    columns.drg_parents.len(),
+                    columns.exp_parents.len()
+                )));
+            }
+            if proof.labeling_proofs.len() != layers {
+                return Err(invalid(format!(
+                    "{what}: {} labeling proofs for {layers} layers",
+                    proof.labeling_proofs.len()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
+    type Circuit = stacked::StackedCircuit<Tree, DefaultPieceHasher>;
+
+    fn circuit_id(&self) -> &str {
+        &self.input.circuit_id
+    }
+
+    fn partitions(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn constraints(&self) -> usize {
+        self.constraints
+    }
+
+    fn circuit(&self, index: usize) -> Result<Self::Circuit, FilecoinError> {
+        <Compound<Tree> as CompoundProof<Vanilla<'_, Tree>, _>>::circuit(
+            &self.pub_inputs,
+            (),
+            &self.vanilla[index],
+            &self.pub_params,
+            Some(index),
+        )
+        .map_err(|e| FilecoinError::Synthesis(format!("partition {index} circuit: {e:#}")))
+    }
+
+    fn public_inputs(&self, index: usize) -> Vec<Scalar> {
+        <Compound<Tree> as CompoundProof<Vanilla<'_, Tree>, _>>::generate_public_inputs(
+            &self.pub_inputs,
+            &self.pub_params,
+            Some(index),
+        )
+        .unwrap_or_default()
+    }
+
+    fn verify_whole(&self, proof: &[u8]) -> Result<(), FilecoinError> {
+        let c1 = &self.input.c1;
+        verdict(
+            "verify_seal",
+            filecoin_proofs::verify_seal::<Tree>(
+                &self.config,
+                c1.comm_r,
+                c1.comm_d,
+                self.input.prover_id,
+                self.input.sector_number,
+                c1.ticket,
+                c1.seed,
+                proof,
+            ),
+        )
+    }
+}

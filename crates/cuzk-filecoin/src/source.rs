@@ -1,0 +1,189 @@
+//! The Filecoin proof types as the engine's [`PlanSource`]: every request
+//! becomes a Filecoin plan ([`crate::plan_for`]), and the official
+//! parameter files (`v28-<circuit id>.params`) are read from one directory.
+
+use crate::params::is_official_circuit_id;
+use cuzk_core::{ParameterFile, ParameterRecipe, PlanError, PlanSource, PointCheck, ProofPlan, ProofRequest};
+use std::path::{Path, PathBuf};
+
+/// The plan source of the Filecoin proof types: the last, catch-all source
+/// (it claims every request, refusing those that are no Filecoin proof), and
+/// the one that names the official parameter files in `param_dir`.
+#[derive(Clone, Debug)]
+pub struct FilecoinPlans {
+    param_dir: PathBuf,
+}
+
+impl FilecoinPlans {
+    /// The source whose parameters are the files of `param_dir` (the
+    /// directory [`crate::settings::init_with`] returns, where
+    /// filecoin-proofs' verifiers read the `.vk` files too).
+    pub fn new(param_dir: PathBuf) -> Self {
+        Self { param_dir }
+    }
+
+    /// The parameter directory.
+    pub fn param_dir(&self) -> &Path {
+        &self.param_dir
+    }
+}
+
+impl PlanSource for FilecoinPlans {
+    fn name(&self) -> &'static str {
+        "filecoin"
+    }
+
+    fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
+        Some(crate::plan_for(request).map_err(PlanError::from))
+    }
+
+    /// `param_dir/<id>.params`, read with full point checks. This is the
+    /// catch-all source, so it claims every id that is a plain file name
+    /// (letters, digits, `-`, `_`, `.`; no `..`), official or not, as the
+    /// daemon always has; an id that is not (a path separator, `..`,
+    /// anything else) is refused whoever it would be for, so no id reaches
+    /// a file outside the directory.
+    fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
+        let plain = !circuit_id.is_empty()
+            && circuit_id.len() <= 255
+            && !circuit_id.contains("..")
+            && circuit_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        if !plain {
+            return Some(Err(PlanError::InvalidArgument(format!(
+                "circuit id {:?} is not a file name",
+                circuit_id.chars().take(80).collect::<String>()
+            ))));
+        }
+        // Curio's short names are the official files under another name.
+        let official = match crate::names::official_id(circuit_id) {
+            Some(Ok(id)) => Some(id),
+            Some(Err(e)) => return Some(Err(e.into())),
+            None => None,
+        };
+        let file_id = official.as_deref().unwrap_or(circuit_id);
+        let path = self.param_dir.join(format!("{file_id}.params"));
+        let hint = if is_official_circuit_id(file_id) {
+            "(set [srs] param_cache or FIL_PROOFS_PARAMETER_CACHE to the directory of the official \
+             parameter files; test-size ones can be generated with `cuzk-bench gen-params`)"
+        } else {
+            "(set [srs] param_cache or FIL_PROOFS_PARAMETER_CACHE)"
+        };
+        let file = ParameterFile::new(path, PointCheck::Full).with_hint(hint);
+        Some(Ok(Box::new(match official {
+            Some(id) => file.kept_as(id),
+            None => file,
+        })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POREP_32GIB: &str = "v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-0-sha256_hasher-82a357d2f2ca81dc61bb45f4a762807aedee1b0a53fd6c4e77b46a01bfef7820";
+
+    fn path_of(source: &FilecoinPlans, id: &str) -> Result<PathBuf, PlanError> {
+        let recipe = source.parameters(id).expect("claimed")?;
+        let file = format!("{recipe:?}");
+        assert!(file.contains("Full"), "{file}");
+        Ok(source.param_dir().join(format!("{id}.params")))
+    }
+
+    #[test]
+    fn official_ids_are_files_of_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = FilecoinPlans::new(dir.path().to_path_buf());
+        assert_eq!(source.name(), "filecoin");
+        let path = path_of(&source, POREP_32GIB).unwrap();
+        assert_eq!(path, dir.path().join(format!("{POREP_32GIB}.params")));
+        // Not there: the recipe says so, naming the file.
+        let recipe = source.parameters(POREP_32GIB).unwrap().unwrap();
+        match recipe.check_available() {
+            Err(PlanError::Parameters(m)) => assert!(m.contains(POREP_32GIB), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        std::fs::write(&path, b"").unwrap();
+        recipe.check_available().unwrap();
+    }
+
+    #[test]
+    fn other_plain_ids_are_files_of_the_directory_too() {
+        // The catch-all: any plain file name is a file of the directory, as
+        // the daemon always had it (Curio's short names map there too).
+        let source = FilecoinPlans::new(PathBuf::from("/params"));
+        for id in [
+            "porep-1t",
+            "v28-unknown-circuit",
+            "V28-STACKED-PROOF-OF-REPLICATION-",
+        ] {
+            let recipe = source.parameters(id).expect("claimed").unwrap();
+            match recipe.check_available() {
+                Err(PlanError::Parameters(m)) => {
+                    assert!(m.contains(&format!("{id}.params")), "{m}");
+                    assert!(!m.contains("/params/"), "no server path in errors: {m}");
+                    assert!(!m.contains("gen-params"), "only official ids get that hint: {m}");
+                }
+                other => panic!("{id}: {other:?}"),
+            }
+        }
+        match source.parameters(POREP_32GIB).unwrap().unwrap().check_available() {
+            Err(PlanError::Parameters(m)) => assert!(m.contains("gen-params"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Issue 12.5: Curio's names (the reference's example config preloads
+    /// `porep-32g`) are the official files, kept under the official id.
+    #[test]
+    fn curio_names_are_the_official_files() {
+        let source = FilecoinPlans::new(PathBuf::from("/params"));
+        let recipe = source.parameters("porep-32g").unwrap().unwrap();
+        assert_eq!(recipe.canonical_id(), Some(POREP_32GIB));
+        match recipe.check_available() {
+            Err(PlanError::Parameters(m)) => assert!(m.contains(&format!("{POREP_32GIB}.params")), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ids_that_are_paths_are_refused() {
+        let source = FilecoinPlans::new(PathBuf::from("/params"));
+        for id in [
+            "../v28-stacked-proof-of-replication-x",
+            "v28-proof-of-spacetime-fallback-../../etc/passwd",
+            "v28-empty-sector-update-a/b",
+            "/etc/passwd",
+            "a\\b",
+            "..",
+            "",
+            "a b",
+        ] {
+            match source.parameters(id) {
+                Some(Err(PlanError::InvalidArgument(m))) => assert!(m.contains("not a file name"), "{m}"),
+                other => panic!("{id:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn every_request_is_claimed_and_bad_ones_refused() {
+        let source = FilecoinPlans::new(PathBuf::from("/params"));
+        let request = ProofRequest {
+            request_id: String::new(),
+            kind: cuzk_core::ProofKind::SnapDealsUpdate,
+            registered_proof: 9000,
+            priority: None,
+            vanilla_proof: Vec::new(),
+            vanilla_proofs: Vec::new(),
+            sector: Default::default(),
+        };
+        match source.plan(&request) {
+            Some(Err(PlanError::InvalidArgument(m))) => {
+                assert!(m.contains("unknown update registered_proof 9000"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

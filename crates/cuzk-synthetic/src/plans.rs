@@ -1,0 +1,175 @@
+//! The synthetic and shaped plans.
+
+use crate::spec::{SyntheticSpec, WitnessSource};
+use cuzk_core::plan::partition_bytes;
+use cuzk_core::shaped::ShapedCircuit;
+use cuzk_core::{
+    synthesize, Bls12, PlanError, Proof, ProofPlan, ProofRequest, ProvingAssignment, ProvingParameters,
+    Randomness, Scalar, SyntheticCircuit,
+};
+use group::prime::PrimeCurveAffine;
+use rand::SeedableRng;
+use std::sync::OnceLock;
+
+/// The plan of a synthetic request (registered proof
+/// [`crate::SYNTHETIC_REGISTERED_PROOF`]).
+pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, PlanError> {
+    let spec = SyntheticSpec::from_vanilla_proof(&request.vanilla_proof)?;
+    Ok(match spec.witness {
+        WitnessSource::Circuit => Box::new(SyntheticPlan::new(spec)?),
+        WitnessSource::Shaped => Box::new(ShapedPlan::new(spec)?),
+    })
+}
+
+/// The synthetic PoRep-shaped circuit, partitioned.
+#[derive(Debug)]
+pub struct SyntheticPlan {
+    spec: SyntheticSpec,
+}
+
+impl SyntheticPlan {
+    /// Checks `spec`'s bounds.
+    pub fn new(spec: SyntheticSpec) -> Result<Self, PlanError> {
+        spec.check()?;
+        Ok(Self { spec })
+    }
+
+    /// Constraints of each partition.
+    pub fn partition_constraints(&self) -> usize {
+        self.spec.constraints
+    }
+
+    fn circuit(&self, index: usize) -> SyntheticCircuit {
+        SyntheticCircuit::new(
+            self.spec.constraints,
+            self.public_inputs(index),
+            self.spec.seed.wrapping_add(index as u64),
+        )
+        .expect("bounds checked in SyntheticPlan::new")
+    }
+}
+
+impl ProofPlan for SyntheticPlan {
+    fn circuit_id(&self) -> String {
+        self.circuit(0).circuit_id()
+    }
+
+    fn partitions(&self) -> usize {
+        self.spec.partitions
+    }
+
+    fn partition_bytes(&self) -> u64 {
+        partition_bytes(self.spec.constraints, self.spec.constraints)
+    }
+
+    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, PlanError> {
+        let circuit = self.circuit(index);
+        synthesize(circuit.clone(), circuit.size_hint()).map_err(|e| PlanError::Synthesis(e.to_string()))
+    }
+
+    fn public_inputs(&self, index: usize) -> Vec<Scalar> {
+        // Distinct per partition and per seed, so a proof cannot verify
+        // against another partition's inputs.
+        let base = self.spec.seed.wrapping_mul(1000).wrapping_add(index as u64 * 7);
+        (0..self.spec.inputs)
+            .map(|i| Scalar::from(base.wrapping_add(i as u64)))
+            .collect()
+    }
+}
+
+/// Partitions of PoRep shape with generated witnesses (no circuit), proved
+/// with a shaped parameter file (`cuzk-bench gen-srs`): the full-size GPU
+/// path and pipeline, measurable without a 32 GiB sector or its setup.
+///
+/// Such proofs cannot pass a Groth16 verifier (the parameters come from no
+/// setup), so [`ShapedPlan::verify`] checks only that every proof is made of
+/// valid subgroup points. Their correctness is established elsewhere: the
+/// blinding factors are fixed per partition so that `cuzk-bench batch
+/// --supraseal` compares the bytes with supraseal-c2's for the same
+/// witness, and the GPU tests compare the GPU backend with the CPU backend
+/// and the verifier.
+#[derive(Debug)]
+pub struct ShapedPlan {
+    spec: SyntheticSpec,
+    /// Densities: drawn once (about a second at full size), shared by all
+    /// partitions.
+    circuit: OnceLock<ShapedCircuit>,
+}
+
+impl ShapedPlan {
+    /// Checks `spec`'s bounds (those of synthetic requests).
+    pub fn new(spec: SyntheticSpec) -> Result<Self, PlanError> {
+        spec.check()?;
+        Ok(Self {
+            spec,
+            circuit: OnceLock::new(),
+        })
+    }
+
+    fn circuit(&self) -> &ShapedCircuit {
+        self.circuit
+            .get_or_init(|| ShapedCircuit::new(self.spec.constraints, self.spec.inputs, self.spec.shape_seed))
+    }
+
+    /// The witness seed of partition `index`.
+    pub fn value_seed(&self, index: usize) -> u64 {
+        self.spec.seed.wrapping_mul(1 << 20).wrapping_add(index as u64)
+    }
+
+    /// The fixed blinding factors of partition `index`.
+    pub fn fixed_randomness(&self, index: usize) -> (Scalar, Scalar) {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.value_seed(index));
+        (
+            <Scalar as ff::Field>::random(&mut rng),
+            <Scalar as ff::Field>::random(&mut rng),
+        )
+    }
+}
+
+impl ProofPlan for ShapedPlan {
+    fn circuit_id(&self) -> String {
+        cuzk_core::shaped::shaped_circuit_id(self.spec.constraints, self.spec.inputs, self.spec.shape_seed)
+    }
+
+    fn partitions(&self) -> usize {
+        self.spec.partitions
+    }
+
+    fn partition_bytes(&self) -> u64 {
+        partition_bytes(self.spec.constraints, self.spec.constraints)
+    }
+
+    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, PlanError> {
+        Ok(self.circuit().assignment(self.value_seed(index)))
+    }
+
+    fn public_inputs(&self, index: usize) -> Vec<Scalar> {
+        self.circuit().assignment_inputs(self.value_seed(index))
+    }
+
+    fn randomness(&self, index: usize) -> Randomness {
+        let (r, s) = self.fixed_randomness(index);
+        Randomness::Fixed { r, s }
+    }
+
+    fn verify(&self, _params: &ProvingParameters, proofs: &[Proof<Bls12>]) -> Result<(), PlanError> {
+        if proofs.len() != self.spec.partitions {
+            return Err(PlanError::Verification(format!(
+                "{} partition proofs for {} partitions",
+                proofs.len(),
+                self.spec.partitions
+            )));
+        }
+        for (index, proof) in proofs.iter().enumerate() {
+            let g1_ok =
+                |p: &blstrs::G1Affine| !bool::from(p.is_identity()) && bool::from(p.is_torsion_free());
+            let g2_ok = !bool::from(proof.b.is_identity()) && bool::from(proof.b.is_torsion_free());
+            if !(g1_ok(&proof.a) && g2_ok && g1_ok(&proof.c)) {
+                return Err(PlanError::Verification(format!(
+                    "partition {index}: shaped proof has a point at infinity or outside the subgroup"
+                )));
+            }
+        }
+        Ok(())
+    }
+}

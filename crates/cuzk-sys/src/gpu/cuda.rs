@@ -1,0 +1,372 @@
+//! The backend of a build with the `cuda` feature: the FFI to
+//! `cuda/cuzk_gpu.cu`. Each `#[repr(C)]` struct here mirrors the C struct
+//! named in its doc comment, field for field; the arguments were checked by
+//! the caller (`gpu/mod.rs`) before they get here.
+
+use super::{DeviceInfo, GpuError, MsmPlan, PartitionInput, PartitionOutput, RegionTimings, Sections};
+use crate::curve::{blst_affines, projective, BlstCurve};
+use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
+use blstrs::{G1Affine, G2Affine, Scalar};
+use std::ffi::c_void;
+use std::time::Duration;
+
+/// `cuzk_msm_plan_t`.
+#[repr(C)]
+struct MsmPlanC {
+    offset: usize,
+    npoints: usize,
+    ones_bitmap: *const u32,
+    other_index: *const u32,
+    other_scalar: *const [u8; 32],
+    nothers: usize,
+}
+
+impl MsmPlanC {
+    fn new(p: &MsmPlan<'_>) -> Self {
+        Self {
+            offset: p.offset,
+            npoints: p.npoints,
+            ones_bitmap: p.ones_bitmap.as_ptr(),
+            other_index: p.other_index.as_ptr(),
+            other_scalar: p.other_scalars.as_ptr(),
+            nothers: p.other_index.len(),
+        }
+    }
+}
+
+/// `cuzk_tuning_t`.
+#[repr(C)]
+struct TuningC {
+    stream_chunk: usize,
+    msm_window: usize,
+}
+
+/// `cuzk_partition_t`.
+#[repr(C)]
+struct PartitionC {
+    a: *const Scalar,
+    b: *const Scalar,
+    c: *const Scalar,
+    abc_len: usize,
+    lg_domain: u32,
+    z_inv: Scalar,
+    l: MsmPlanC,
+    a_aux: MsmPlanC,
+    b_aux: MsmPlanC,
+    tuning: TuningC,
+}
+
+/// `cuzk_host_sections_t`.
+#[repr(C)]
+struct HostSectionsC {
+    h: *const blst_p1_affine,
+    l: *const blst_p1_affine,
+    a: *const blst_p1_affine,
+    b_g1: *const blst_p1_affine,
+    b_g2: *const blst_p2_affine,
+}
+
+impl HostSectionsC {
+    fn new(s: &Sections<'_>) -> Self {
+        Self {
+            h: blst_affines(s.h).as_ptr(),
+            l: blst_affines(s.l).as_ptr(),
+            a: blst_affines(s.a).as_ptr(),
+            b_g1: blst_affines(s.b_g1).as_ptr(),
+            b_g2: blst_affines(s.b_g2).as_ptr(),
+        }
+    }
+}
+
+/// `cuzk_srs_create_t`: the arguments of `cuzk_gpu_srs_create`.
+#[repr(C)]
+struct SrsCreateC {
+    device: i32,
+    streamed: bool,
+    /// Read once when resident; not kept in streamed mode.
+    host: HostSectionsC,
+    nh: usize,
+    nl: usize,
+    na: usize,
+    nb: usize,
+    nb2: usize,
+}
+
+/// `cuzk_region_ms_t`: milliseconds, in the order the steps run.
+#[repr(C)]
+#[derive(Default)]
+struct RegionMsC {
+    upload: f64,
+    ntt: f64,
+    h_msm: f64,
+    l_msm: f64,
+    a_msm: f64,
+    b_g1_msm: f64,
+    b_g2_msm: f64,
+}
+
+impl RegionMsC {
+    fn timings(&self) -> RegionTimings {
+        // Never negative (steady clock differences), but a NaN or an
+        // overflow must not panic here.
+        let d = |ms: f64| Duration::try_from_secs_f64(ms / 1e3).unwrap_or_default();
+        RegionTimings {
+            upload: d(self.upload),
+            ntt: d(self.ntt),
+            h_msm: d(self.h_msm),
+            l_msm: d(self.l_msm),
+            a_msm: d(self.a_msm),
+            b_g1_msm: d(self.b_g1_msm),
+            b_g2_msm: d(self.b_g2_msm),
+        }
+    }
+}
+
+/// `cuzk_partition_out_t`: Jacobian points in blst's layouts.
+#[repr(C)]
+#[derive(Default)]
+struct PartitionOutC {
+    h: blst_p1,
+    l: blst_p1,
+    a_aux: blst_p1,
+    b_aux: blst_p1,
+    b_g2: blst_p2,
+    ms: RegionMsC,
+}
+
+// The C side static_asserts the same sizes (cuzk_gpu.cu).
+const _: () = assert!(std::mem::size_of::<blst_p1>() == 144);
+const _: () = assert!(std::mem::size_of::<blst_p2>() == 288);
+const _: () = assert!(std::mem::size_of::<RegionMsC>() == 7 * 8);
+const _: () = assert!(std::mem::size_of::<PartitionOutC>() == 4 * 144 + 288 + 7 * 8);
+const _: () = assert!(std::mem::size_of::<G2Affine>() == 192);
+
+/// `cuzk_device_info_t`.
+#[repr(C)]
+struct DeviceInfoC {
+    name: [u8; 256],
+    total_bytes: usize,
+    free_bytes: usize,
+    sm_count: i32,
+    major: i32,
+    minor: i32,
+}
+
+/// `cuzk_gpu_msm_g1` or `cuzk_gpu_msm_g2`: a dense MSM of host points and
+/// Montgomery scalars.
+type MsmFn<C> = unsafe extern "C" fn(
+    device: i32,
+    points: *const <C as BlstCurve>::BlstAffine,
+    scalars: *const Scalar,
+    n: usize,
+    out: *mut <C as BlstCurve>::BlstPoint,
+) -> sppark::Error;
+
+extern "C" {
+    fn cuzk_gpu_count() -> usize;
+    fn cuzk_gpu_info(device: i32, info: *mut DeviceInfoC) -> sppark::Error;
+    fn cuzk_gpu_srs_create(params: *const SrsCreateC, out: *mut *mut c_void) -> sppark::Error;
+    fn cuzk_gpu_srs_drop(srs: *mut c_void);
+    fn cuzk_gpu_host_register(ptr: *mut c_void, bytes: usize) -> sppark::Error;
+    fn cuzk_gpu_host_unregister(ptr: *mut c_void);
+    fn cuzk_gpu_prove(
+        srs: *const c_void,
+        host: *const HostSectionsC,
+        p: *const PartitionC,
+        out: *mut PartitionOutC,
+    ) -> sppark::Error;
+    fn cuzk_gpu_msm_g1(
+        device: i32,
+        points: *const blst_p1_affine,
+        scalars: *const Scalar,
+        n: usize,
+        out: *mut blst_p1,
+    ) -> sppark::Error;
+    fn cuzk_gpu_msm_g2(
+        device: i32,
+        points: *const blst_p2_affine,
+        scalars: *const Scalar,
+        n: usize,
+        out: *mut blst_p2,
+    ) -> sppark::Error;
+    fn cuzk_gpu_ntt(device: i32, inout: *mut Scalar, lg: u32, inverse: bool, coset: bool) -> sppark::Error;
+}
+
+fn check(err: sppark::Error) -> Result<(), GpuError> {
+    if err.code == 0 {
+        Ok(())
+    } else {
+        Err(GpuError::Cuda {
+            code: err.code,
+            message: String::from(&err),
+        })
+    }
+}
+
+pub(super) fn device_count() -> usize {
+    // SAFETY: no arguments; returns 0 on any error.
+    unsafe { cuzk_gpu_count() }
+}
+
+pub(super) fn device_info(device: i32) -> Result<DeviceInfo, GpuError> {
+    let mut info = DeviceInfoC {
+        name: [0; 256],
+        total_bytes: 0,
+        free_bytes: 0,
+        sm_count: 0,
+        major: 0,
+        minor: 0,
+    };
+    // SAFETY: `info` is a valid, writable struct of the C layout.
+    check(unsafe { cuzk_gpu_info(device, &mut info) })?;
+    let end = info.name.iter().position(|&b| b == 0).unwrap_or(info.name.len());
+    Ok(DeviceInfo {
+        name: String::from_utf8_lossy(&info.name[..end]).into_owned(),
+        total_bytes: info.total_bytes as u64,
+        free_bytes: info.free_bytes as u64,
+        sm_count: info.sm_count as u32,
+        compute_capability: (info.major as u32, info.minor as u32),
+    })
+}
+
+/// A `cuzk_gpu_srs_t`, freed when dropped.
+#[derive(Debug)]
+pub(super) struct Srs {
+    handle: *mut c_void,
+}
+
+// SAFETY: the handle is only used through calls that take the device lock in
+// the caller, and the C++ object has no thread affinity.
+unsafe impl Send for Srs {}
+unsafe impl Sync for Srs {}
+
+impl Srs {
+    pub(super) fn create(device: i32, sections: &Sections<'_>, streamed: bool) -> Result<Self, GpuError> {
+        let params = SrsCreateC {
+            device,
+            streamed,
+            host: HostSectionsC::new(sections),
+            nh: sections.h.len(),
+            nl: sections.l.len(),
+            na: sections.a.len(),
+            nb: sections.b_g1.len(),
+            nb2: sections.b_g2.len(),
+        };
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: the section pointers are valid for their lengths, in
+        // blst's 96-byte G1 and 192-byte G2 affine layouts; `handle`
+        // receives the object. In streamed mode the pointers are not kept.
+        check(unsafe { cuzk_gpu_srs_create(&params, &mut handle) })?;
+        Ok(Self { handle })
+    }
+
+    pub(super) fn prove(
+        &self,
+        sections: &Sections<'_>,
+        input: &PartitionInput<'_>,
+    ) -> Result<PartitionOutput, GpuError> {
+        let c_input = PartitionC {
+            a: input.a.as_ptr(),
+            b: input.b.as_ptr(),
+            c: input.c.as_ptr(),
+            abc_len: input.a.len(),
+            lg_domain: input.lg_domain,
+            z_inv: input.z_inv,
+            l: MsmPlanC::new(&input.l),
+            a_aux: MsmPlanC::new(&input.a_aux),
+            b_aux: MsmPlanC::new(&input.b_aux),
+            tuning: TuningC {
+                stream_chunk: input.tuning.stream_chunk,
+                msm_window: input.tuning.msm_window,
+            },
+        };
+        let host = HostSectionsC::new(sections);
+        let mut out = PartitionOutC::default();
+        // SAFETY: all pointers come from slices the caller checked, and
+        // outlive the call.
+        check(unsafe { cuzk_gpu_prove(self.handle, &host, &c_input, &mut out) })?;
+        Ok(PartitionOutput {
+            h: projective::<G1Affine>(out.h),
+            l: projective::<G1Affine>(out.l),
+            a_aux: projective::<G1Affine>(out.a_aux),
+            b_aux: projective::<G1Affine>(out.b_aux),
+            b_g2: projective::<G2Affine>(out.b_g2),
+            timings: out.ms.timings(),
+        })
+    }
+}
+
+impl Drop for Srs {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from cuzk_gpu_srs_create and is dropped once.
+        unsafe { cuzk_gpu_srs_drop(self.handle) }
+    }
+}
+
+/// A `cudaHostRegister` registration, undone when dropped.
+#[derive(Debug)]
+pub(super) struct Pin {
+    /// The address (an integer, so the pin is Send and Sync): only ever
+    /// handed back to cudaHostUnregister, never dereferenced.
+    ptr: usize,
+}
+
+impl Pin {
+    pub(super) fn new<T: Copy>(points: &[T]) -> Result<Self, GpuError> {
+        let ptr = points.as_ptr() as *mut c_void;
+        // SAFETY: a valid allocation of this many bytes; registration does
+        // not change its contents.
+        check(unsafe { cuzk_gpu_host_register(ptr, std::mem::size_of_val(points)) })?;
+        Ok(Self { ptr: ptr as usize })
+    }
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        // SAFETY: registered in `new`; the owner keeps the memory alive
+        // until after this drop (HostPin's documented contract).
+        unsafe { cuzk_gpu_host_unregister(self.ptr as *mut c_void) }
+    }
+}
+
+/// A group's dense GPU MSM entry point.
+pub(super) trait GpuCurve: BlstCurve {
+    const MSM: MsmFn<Self>;
+}
+
+impl GpuCurve for G1Affine {
+    const MSM: MsmFn<Self> = cuzk_gpu_msm_g1;
+}
+
+impl GpuCurve for G2Affine {
+    const MSM: MsmFn<Self> = cuzk_gpu_msm_g2;
+}
+
+pub(super) fn msm<C: GpuCurve>(
+    device: i32,
+    points: &[C],
+    scalars: &[Scalar],
+) -> Result<C::Projective, GpuError> {
+    // The caller checks this; the FFI call relies on it.
+    assert_eq!(points.len(), scalars.len(), "GPU MSM: length mismatch");
+    let mut out = C::BlstPoint::default();
+    // SAFETY: equal-length slices; the points in blst's affine layout.
+    check(unsafe {
+        C::MSM(
+            device,
+            blst_affines(points).as_ptr(),
+            scalars.as_ptr(),
+            points.len(),
+            &mut out,
+        )
+    })?;
+    Ok(projective::<C>(out))
+}
+
+pub(super) fn ntt(device: i32, values: &mut [Scalar], inverse: bool, coset: bool) -> Result<(), GpuError> {
+    // The caller checks that the length is a power of two.
+    let lg = values.len().trailing_zeros();
+    assert_eq!(values.len(), 1 << lg, "NTT: length not a power of two");
+    // SAFETY: the slice is valid and of length 2^lg.
+    check(unsafe { cuzk_gpu_ntt(device, values.as_mut_ptr(), lg, inverse, coset) })
+}

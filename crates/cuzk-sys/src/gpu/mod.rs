@@ -1,0 +1,394 @@
+//! The CUDA backend's native side, behind the `cuda` feature.
+//!
+//! This module holds the public types and checks every call's arguments;
+//! the work is done by one of two backends with the same private interface:
+//! `cuda` (the FFI to `cuda/cuzk_gpu.cu`) with the feature, and `no_cuda`
+//! without it, where [`device_count`] is 0 and every other call reports
+//! [`GpuError::Disabled`], so callers need no `cfg` of their own. Invalid
+//! arguments are reported as [`GpuError::Invalid`] in both builds.
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use std::time::Duration;
+
+#[cfg(feature = "cuda")]
+mod cuda;
+#[cfg(feature = "cuda")]
+use cuda as backend;
+
+#[cfg(not(feature = "cuda"))]
+mod no_cuda;
+#[cfg(not(feature = "cuda"))]
+use no_cuda as backend;
+
+pub mod faults;
+
+/// A GPU failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuError {
+    /// Built without the `cuda` feature.
+    Disabled,
+    /// The arguments do not fit together (checked before any FFI call).
+    Invalid(String),
+    /// CUDA (or the C++ around it) reported an error.
+    Cuda {
+        /// cudaError_t value.
+        code: i32,
+        /// Its message.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for GpuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuError::Disabled => write!(f, "built without the cuda feature"),
+            GpuError::Invalid(m) => write!(f, "invalid GPU call: {m}"),
+            GpuError::Cuda { code, message } => write!(f, "CUDA error {code}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for GpuError {}
+
+/// What a device reports about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Marketing name, e.g. "NVIDIA H200".
+    pub name: String,
+    /// Device memory.
+    pub total_bytes: u64,
+    /// Free device memory now.
+    pub free_bytes: u64,
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// Compute capability.
+    pub compute_capability: (u32, u32),
+}
+
+/// The witness-shaped MSM of one query section: points with scalar one are
+/// summed, the others go through Pippenger; zero scalars are left out.
+#[derive(Debug, Clone, Copy)]
+pub struct MsmPlan<'a> {
+    /// First point of this MSM in its section.
+    pub offset: usize,
+    /// Points covered.
+    pub npoints: usize,
+    /// Bit i set: scalar i is one. At least `ceil(npoints / 1024) * 32` words.
+    pub ones_bitmap: &'a [u32],
+    /// Indices (relative to `offset`) of the remaining non-zero scalars.
+    pub other_index: &'a [u32],
+    /// Those scalars, canonical little-endian.
+    pub other_scalars: &'a [[u8; 32]],
+}
+
+/// Overrides of the CUDA region's internal sizes; zero keeps the default.
+/// The checks set small values so that chunked streaming and split MSMs run
+/// at small sizes; production leaves them at zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tuning {
+    /// Points per chunk when sections are streamed (default 2^22 in G1,
+    /// 2^21 in G2; rounded up to a multiple of 1024).
+    pub stream_chunk: usize,
+    /// Most "other" (neither zero nor one) scalars per Pippenger MSM
+    /// (default 2^24 in G1, 2^23 in G2; at least 8192, and in streamed
+    /// mode at least two chunks).
+    pub msm_window: usize,
+}
+
+/// One partition's inputs to the CUDA region.
+#[derive(Debug, Clone, Copy)]
+pub struct PartitionInput<'a> {
+    /// A, B, C evaluated at the constraints (at most the domain size).
+    pub a: &'a [Scalar],
+    /// B.
+    pub b: &'a [Scalar],
+    /// C.
+    pub c: &'a [Scalar],
+    /// log2 of the domain size.
+    pub lg_domain: u32,
+    /// 1 / (g^n - 1) for the coset generator g.
+    pub z_inv: Scalar,
+    /// L query (all aux variables).
+    pub l: MsmPlan<'a>,
+    /// A query, aux part.
+    pub a_aux: MsmPlan<'a>,
+    /// B query, aux part: the B_G1 MSM over the `b_g1` section and the
+    /// B_G2 MSM over `b_g2` (same offset, same scalars).
+    pub b_aux: MsmPlan<'a>,
+    /// Internal sizes (zero: defaults).
+    pub tuning: Tuning,
+}
+
+/// Wall-clock time of each step of the CUDA region.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RegionTimings {
+    /// Until a, b and c have landed on the device (the NTTs of the first
+    /// ones already run meanwhile).
+    pub upload: Duration,
+    /// The NTTs and the quotient on the coset, beyond what overlapped the
+    /// upload.
+    pub ntt: Duration,
+    /// H MSM.
+    pub h_msm: Duration,
+    /// L MSM.
+    pub l_msm: Duration,
+    /// A MSM (aux part).
+    pub a_msm: Duration,
+    /// B_G1 MSM (aux part).
+    pub b_g1_msm: Duration,
+    /// B_G2 MSM (aux part).
+    pub b_g2_msm: Duration,
+}
+
+/// Results of the CUDA region and how long each step took.
+#[derive(Debug, Clone, Copy)]
+pub struct PartitionOutput {
+    /// H MSM.
+    pub h: G1Projective,
+    /// L MSM.
+    pub l: G1Projective,
+    /// A MSM (aux part).
+    pub a_aux: G1Projective,
+    /// B_G1 MSM (aux part).
+    pub b_aux: G1Projective,
+    /// B_G2 MSM (aux part).
+    pub b_g2: G2Projective,
+    /// How long each step took.
+    pub timings: RegionTimings,
+}
+
+fn check_plan(name: &str, plan: &MsmPlan<'_>, section: usize) -> Result<(), GpuError> {
+    let words = plan.npoints.div_ceil(1024) * 32;
+    let bad = |m: String| Err(GpuError::Invalid(format!("{name}: {m}")));
+    if plan.offset + plan.npoints > section {
+        return bad(format!(
+            "{} + {} points exceed the section's {section}",
+            plan.offset, plan.npoints
+        ));
+    }
+    if plan.ones_bitmap.len() < words {
+        return bad(format!(
+            "bitmap has {} words, needs {words}",
+            plan.ones_bitmap.len()
+        ));
+    }
+    if plan.other_index.len() != plan.other_scalars.len() {
+        return bad("other indices and scalars differ in length".into());
+    }
+    if plan.other_index.iter().any(|&i| i as usize >= plan.npoints) {
+        return bad("an index is out of range".into());
+    }
+    Ok(())
+}
+
+/// Number of visible CUDA devices (CUDA_VISIBLE_DEVICES applies); 0 without
+/// the feature or without a driver.
+pub fn device_count() -> usize {
+    backend::device_count()
+}
+
+/// Name and memory of `device`.
+pub fn device_info(device: usize) -> Result<DeviceInfo, GpuError> {
+    backend::device_info(device_ordinal(device)?)
+}
+
+/// CUDA numbers devices with an `int`.
+fn device_ordinal(device: usize) -> Result<i32, GpuError> {
+    i32::try_from(device).map_err(|_| GpuError::Invalid(format!("no device {device}")))
+}
+
+/// The query sections (H, L, A, B_G1 and B_G2) of one circuit's
+/// parameters, as the CUDA region reads them.
+#[derive(Debug, Clone, Copy)]
+pub struct Sections<'a> {
+    /// H.
+    pub h: &'a [G1Affine],
+    /// L.
+    pub l: &'a [G1Affine],
+    /// A.
+    pub a: &'a [G1Affine],
+    /// B in G1.
+    pub b_g1: &'a [G1Affine],
+    /// B in G2.
+    pub b_g2: &'a [G2Affine],
+}
+
+/// Bytes of a G1 and a G2 affine point (blst layouts, as on the device).
+const G1_BYTES: u64 = 96;
+const G2_BYTES: u64 = 192;
+
+fn section_bytes(lens: &[usize; 5]) -> u64 {
+    lens[..4].iter().sum::<usize>() as u64 * G1_BYTES + lens[4] as u64 * G2_BYTES
+}
+
+impl Sections<'_> {
+    fn lens(&self) -> [usize; 5] {
+        [
+            self.h.len(),
+            self.l.len(),
+            self.a.len(),
+            self.b_g1.len(),
+            self.b_g2.len(),
+        ]
+    }
+
+    /// Bytes of the five sections.
+    pub fn bytes(&self) -> u64 {
+        section_bytes(&self.lens())
+    }
+}
+
+/// One circuit's sections on a device: resident in device memory, or
+/// streamed (nothing on the device; every proof streams the host sections
+/// through in chunks). Dropping it frees the device copy.
+#[derive(Debug)]
+pub struct GpuSrs {
+    /// The native object; freed when dropped.
+    srs: backend::Srs,
+    device: usize,
+    streamed: bool,
+    lens: [usize; 5],
+}
+
+impl GpuSrs {
+    /// Copies the sections to `device`.
+    pub fn upload(device: usize, sections: Sections<'_>) -> Result<Self, GpuError> {
+        Self::create(device, sections, false)
+    }
+
+    /// Streams the sections from host memory at every proof (for devices
+    /// too small to hold them); nothing is copied now.
+    pub fn streamed(device: usize, sections: Sections<'_>) -> Result<Self, GpuError> {
+        Self::create(device, sections, true)
+    }
+
+    fn create(device: usize, sections: Sections<'_>, streamed: bool) -> Result<Self, GpuError> {
+        let srs = backend::Srs::create(device_ordinal(device)?, &sections, streamed)?;
+        Ok(Self {
+            srs,
+            device,
+            streamed,
+            lens: sections.lens(),
+        })
+    }
+
+    /// Whether the sections are streamed from host memory.
+    pub fn is_streamed(&self) -> bool {
+        self.streamed
+    }
+
+    /// The device holding it.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+
+    /// Bytes of device memory the sections take (none when streamed).
+    pub fn bytes(&self) -> u64 {
+        if self.streamed {
+            0
+        } else {
+            section_bytes(&self.lens)
+        }
+    }
+
+    /// The CUDA region of one partition. `sections` are the host sections
+    /// this object was made from (read in streamed mode, length-checked in
+    /// both). Arguments are checked here, before any FFI call.
+    pub fn prove(
+        &self,
+        sections: Sections<'_>,
+        input: &PartitionInput<'_>,
+    ) -> Result<PartitionOutput, GpuError> {
+        if sections.lens() != self.lens {
+            return Err(GpuError::Invalid(format!(
+                "sections of {:?} points, made for {:?}",
+                sections.lens(),
+                self.lens
+            )));
+        }
+        let n = 1usize.checked_shl(input.lg_domain).unwrap_or(0);
+        if n == 0 || input.lg_domain > 31 {
+            return Err(GpuError::Invalid(format!("bad domain 2^{}", input.lg_domain)));
+        }
+        if input.a.len() != input.b.len() || input.a.len() != input.c.len() || input.a.len() > n {
+            return Err(GpuError::Invalid(
+                "a, b, c lengths differ or exceed the domain".into(),
+            ));
+        }
+        if self.lens[0] + 1 != n {
+            return Err(GpuError::Invalid(format!(
+                "H section has {} points, domain {n}",
+                self.lens[0]
+            )));
+        }
+        check_plan("L", &input.l, self.lens[1])?;
+        check_plan("A", &input.a_aux, self.lens[2])?;
+        check_plan("B_G1", &input.b_aux, self.lens[3])?;
+        check_plan("B_G2", &input.b_aux, self.lens[4])?;
+        let output = self.srs.prove(&sections, input)?;
+        faults::after_region()?;
+        Ok(output)
+    }
+}
+
+/// Host memory page-locked for fast copies to any device, until dropped.
+///
+/// The owner of the memory must keep it allocated while the pin lives: hold
+/// the pin beside (and drop it before) the buffer.
+#[derive(Debug)]
+pub struct HostPin {
+    /// The registration; undone when dropped.
+    _pin: backend::Pin,
+}
+
+impl HostPin {
+    /// Pins `points`' memory (G1 or G2 points: any plain slice).
+    pub fn new<T: Copy>(points: &[T]) -> Result<Self, GpuError> {
+        if points.is_empty() {
+            return Err(GpuError::Invalid("nothing to pin".into()));
+        }
+        Ok(Self {
+            _pin: backend::Pin::new(points)?,
+        })
+    }
+}
+
+/// Dense G1 MSM on `device` with host inputs (Montgomery scalars): a
+/// building block exposed for the GPU checks against blst.
+pub fn msm_g1(device: usize, points: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, GpuError> {
+    msm(device, points, scalars)
+}
+
+/// Dense G2 MSM on `device` with host inputs (Montgomery scalars), through
+/// sppark's Pippenger over fp2: a building block exposed for the GPU checks
+/// against blst.
+pub fn msm_g2(device: usize, points: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, GpuError> {
+    msm(device, points, scalars)
+}
+
+fn msm<C: backend::GpuCurve>(
+    device: usize,
+    points: &[C],
+    scalars: &[Scalar],
+) -> Result<C::Projective, GpuError> {
+    if points.len() != scalars.len() || points.is_empty() {
+        return Err(GpuError::Invalid(format!(
+            "{} points, {} scalars",
+            points.len(),
+            scalars.len()
+        )));
+    }
+    backend::msm(device_ordinal(device)?, points, scalars)
+}
+
+/// In-place NTT of a power-of-two-length vector on `device` (natural order in
+/// and out), forward or inverse, on the domain or its coset.
+pub fn ntt(device: usize, values: &mut [Scalar], inverse: bool, coset: bool) -> Result<(), GpuError> {
+    if !values.len().is_power_of_two() {
+        return Err(GpuError::Invalid(format!(
+            "NTT length {} is not a power of two",
+            values.len()
+        )));
+    }
+    backend::ntt(device_ordinal(device)?, values, inverse, coset)
+}

@@ -1,0 +1,66 @@
+//! The backend of a build without the `cuda` feature: no devices, and every
+//! call reports [`GpuError::Disabled`]. [`Srs`] and [`Pin`] have no values,
+//! so a `GpuSrs` or `HostPin` cannot exist in this build.
+#![deny(unsafe_code)]
+
+use super::{DeviceInfo, GpuError, PartitionInput, PartitionOutput, Sections};
+use crate::curve::BlstCurve;
+use blstrs::Scalar;
+
+pub(super) fn device_count() -> usize {
+    0
+}
+
+pub(super) fn device_info(_device: i32) -> Result<DeviceInfo, GpuError> {
+    Err(GpuError::Disabled)
+}
+
+/// Never made: [`Srs::create`] always fails.
+#[derive(Debug)]
+pub(super) enum Srs {}
+
+impl Srs {
+    pub(super) fn create(_device: i32, _sections: &Sections<'_>, _streamed: bool) -> Result<Self, GpuError> {
+        Err(GpuError::Disabled)
+    }
+
+    pub(super) fn prove(
+        &self,
+        _sections: &Sections<'_>,
+        _input: &PartitionInput<'_>,
+    ) -> Result<PartitionOutput, GpuError> {
+        match *self {}
+    }
+}
+
+/// Never made: [`Pin::new`] always fails.
+#[derive(Debug)]
+pub(super) enum Pin {}
+
+impl Pin {
+    pub(super) fn new<T: Copy>(_points: &[T]) -> Result<Self, GpuError> {
+        Err(GpuError::Disabled)
+    }
+}
+
+/// The CUDA build's per-group MSM entry point; nothing to select here.
+pub(super) trait GpuCurve: BlstCurve {}
+
+impl<C: BlstCurve> GpuCurve for C {}
+
+pub(super) fn msm<C: GpuCurve>(
+    _device: i32,
+    _points: &[C],
+    _scalars: &[Scalar],
+) -> Result<C::Projective, GpuError> {
+    Err(GpuError::Disabled)
+}
+
+pub(super) fn ntt(
+    _device: i32,
+    _values: &mut [Scalar],
+    _inverse: bool,
+    _coset: bool,
+) -> Result<(), GpuError> {
+    Err(GpuError::Disabled)
+}
