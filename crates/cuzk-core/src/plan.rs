@@ -194,6 +194,16 @@ impl ParameterRecipe for ParameterFile {
 
     fn load(&self) -> Result<ProvingParameters, PlanError> {
         self.check_available()?;
-        ProvingParameters::read(&self.path, self.check).map_err(|e| PlanError::Parameters(e.to_string()))
+        ProvingParameters::read(&self.path, self.check)
+            .map_err(|e| PlanError::Parameters(without_directory(&e.to_string(), &self.path)))
+    }
+}
+
+/// `message` with `path`'s directory taken out: errors go to clients, and
+/// the server's directory layout is none of theirs.
+pub fn without_directory(message: &str, path: &Path) -> String {
+    match path.parent().map(|d| d.display().to_string()) {
+        Some(dir) if !dir.is_empty() => message.replace(&format!("{dir}/"), ""),
+        _ => message.to_string(),
     }
 }

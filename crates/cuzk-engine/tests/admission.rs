@@ -3,51 +3,17 @@
 //! queue are refused at submission, errors do not echo unbounded input, and
 //! a panicking plan source refuses its request without harming the engine.
 
-use cuzk_core::{
-    ParameterCache, ParameterRecipe, PlanError, PlanSource, ProofKind, ProofPlan, ProofRequest,
-    ProvingParameters,
-};
+use cuzk_core::{ParameterRecipe, PlanError, PlanSource, ProofPlan, ProofRequest, ProvingParameters};
 use cuzk_engine::{Engine, EngineConfig, EngineError, JobStatus};
-use cuzk_synthetic::{SyntheticPlans, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
-use std::path::Path;
+use cuzk_synthetic::SyntheticSpec;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-const SIZE: usize = 1 << 9;
-
-fn spec(constraints: usize, partitions: usize, seed: u64) -> SyntheticSpec {
-    SyntheticSpec {
-        constraints,
-        partitions,
-        inputs: 2,
-        seed,
-        ..SyntheticSpec::default()
-    }
-}
+mod common;
+use common::{spec, synthetic, wait, SIZE};
 
 fn request(spec: &SyntheticSpec) -> ProofRequest {
-    ProofRequest {
-        request_id: String::new(),
-        kind: ProofKind::PorepSealCommit,
-        registered_proof: SYNTHETIC_REGISTERED_PROOF,
-        priority: None,
-        vanilla_proof: spec.to_vanilla_proof(),
-        vanilla_proofs: Vec::new(),
-        sector: Default::default(),
-    }
-}
-
-fn synthetic(dir: &Path) -> Arc<dyn PlanSource> {
-    Arc::new(SyntheticPlans::new(ParameterCache::new(dir).unwrap()))
-}
-
-fn wait(engine: &Engine, job: &str) -> cuzk_engine::JobResult {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(engine.wait(job, Some(Duration::from_secs(600))))
-        .unwrap()
+    common::request_for(spec, None)
 }
 
 /// A gate a test opens when it is ready.

@@ -4,17 +4,17 @@
 
 use cuzk_core::backend::{BackendKind, BackendStatus, Fallback};
 use cuzk_core::{
-    BackendError, CpuBackend, ParameterCache, PendingProof, PlanSource, Proof, ProofKind, ProofRequest,
-    ProveError, ProverBackend, ProverInput, SyntheticCircuit, Verifier, PROOF_BYTES,
+    BackendError, CpuBackend, PendingProof, ProofRequest, ProveError, ProverBackend, ProverInput,
 };
 use cuzk_engine::{Engine, EngineConfig, JobStatus};
-use cuzk_synthetic::{SyntheticPlans, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
+use cuzk_synthetic::SyntheticSpec;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-const SIZE: usize = 1 << 9;
+mod common;
+use common::{check_proof, synthetic, SIZE};
 
 /// What a fake backend does with the partitions it is given.
 #[derive(Debug, Clone, Copy)]
@@ -97,10 +97,6 @@ impl ProverBackend for Fake {
     }
 }
 
-fn synthetic(dir: &Path) -> Arc<dyn PlanSource> {
-    Arc::new(SyntheticPlans::new(ParameterCache::new(dir).unwrap()))
-}
-
 fn engine(dir: &Path, backends: Vec<Arc<dyn ProverBackend>>, workers: usize) -> Engine {
     let config = EngineConfig {
         partition_workers: 2,
@@ -112,54 +108,11 @@ fn engine(dir: &Path, backends: Vec<Arc<dyn ProverBackend>>, workers: usize) -> 
 }
 
 fn spec(partitions: usize, seed: u64) -> SyntheticSpec {
-    SyntheticSpec {
-        constraints: SIZE,
-        partitions,
-        inputs: 2,
-        seed,
-        ..SyntheticSpec::default()
-    }
+    common::spec(SIZE, partitions, seed)
 }
 
 fn request(spec: &SyntheticSpec) -> ProofRequest {
-    ProofRequest {
-        request_id: String::new(),
-        kind: ProofKind::PorepSealCommit,
-        registered_proof: SYNTHETIC_REGISTERED_PROOF,
-        priority: None,
-        vanilla_proof: spec.to_vanilla_proof(),
-        vanilla_proofs: Vec::new(),
-        sector: Default::default(),
-    }
-}
-
-/// Checks a completed job's bytes with bellperson's verifier, rebuilding the
-/// public inputs the way the synthetic plan defines them.
-fn check_proof(dir: &Path, spec: &SyntheticSpec, bytes: &[u8]) {
-    assert_eq!(bytes.len(), PROOF_BYTES * spec.partitions);
-    let id = SyntheticCircuit::new(
-        spec.constraints,
-        vec![cuzk_core::Scalar::from(0u64); spec.inputs],
-        0,
-    )
-    .unwrap()
-    .circuit_id();
-    let vk = cuzk_core::params::read_vk(
-        &ParameterCache::new(dir)
-            .unwrap()
-            .params_path(&id)
-            .with_extension("vk"),
-    )
-    .unwrap();
-    let verifier = Verifier::new(&vk);
-    for (index, chunk) in bytes.chunks(PROOF_BYTES).enumerate() {
-        let proof = Proof::<cuzk_core::Bls12>::read(chunk).unwrap();
-        let base = spec.seed.wrapping_mul(1000).wrapping_add(index as u64 * 7);
-        let inputs: Vec<_> = (0..spec.inputs)
-            .map(|i| cuzk_core::Scalar::from(base + i as u64))
-            .collect();
-        assert!(verifier.verify(&proof, &inputs).unwrap(), "partition {index}");
-    }
+    common::request_for(spec, None)
 }
 
 fn prove(engine: &Engine, spec: &SyntheticSpec) -> cuzk_engine::JobResult {

@@ -2,16 +2,14 @@
 //! the memory budget and shutdown. Every completed proof is checked here
 //! again with bellperson's verifier, independently of the engine's own check.
 
-use cuzk_core::{
-    ParameterCache, PlanSource, Priority, Proof, ProofKind, ProofRequest, SyntheticCircuit, Verifier,
-    PROOF_BYTES,
-};
+use cuzk_core::{PlanSource, Priority, ProofKind, ProofRequest, SyntheticCircuit, PROOF_BYTES};
 use cuzk_engine::{Engine, EngineConfig, EngineError, JobStatus};
-use cuzk_synthetic::{SyntheticPlans, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
+use cuzk_synthetic::SyntheticSpec;
 use std::sync::Arc;
 use std::time::Duration;
 
-const SIZE: usize = 1 << 9;
+mod common;
+use common::{check_proof, request_for, spec, synthetic, SIZE};
 
 fn config(_dir: &std::path::Path) -> EngineConfig {
     EngineConfig {
@@ -19,11 +17,6 @@ fn config(_dir: &std::path::Path) -> EngineConfig {
         workers_per_backend: 2,
         ..EngineConfig::default()
     }
-}
-
-/// The synthetic plan source with its parameters in `dir`.
-fn synthetic(dir: &std::path::Path) -> Arc<dyn PlanSource> {
-    Arc::new(SyntheticPlans::new(ParameterCache::new(dir).unwrap()))
 }
 
 /// An engine on the CPU backend serving synthetic requests, and Filecoin
@@ -34,54 +27,7 @@ fn start(dir: &std::path::Path, config: EngineConfig) -> Result<Engine, EngineEr
 }
 
 fn request(spec: SyntheticSpec, priority: Option<Priority>) -> ProofRequest {
-    ProofRequest {
-        request_id: String::new(),
-        kind: ProofKind::PorepSealCommit,
-        registered_proof: SYNTHETIC_REGISTERED_PROOF,
-        priority,
-        vanilla_proof: spec.to_vanilla_proof(),
-        vanilla_proofs: Vec::new(),
-        sector: Default::default(),
-    }
-}
-
-fn spec(constraints: usize, partitions: usize, seed: u64) -> SyntheticSpec {
-    SyntheticSpec {
-        constraints,
-        partitions,
-        inputs: 2,
-        seed,
-        ..SyntheticSpec::default()
-    }
-}
-
-/// Checks a completed job's bytes with bellperson's verifier, rebuilding the
-/// public inputs the way the synthetic plan defines them.
-fn check_proof(dir: &std::path::Path, spec: &SyntheticSpec, bytes: &[u8]) {
-    assert_eq!(bytes.len(), PROOF_BYTES * spec.partitions);
-    let id = SyntheticCircuit::new(
-        spec.constraints,
-        vec![cuzk_core::Scalar::from(0u64); spec.inputs],
-        0,
-    )
-    .unwrap()
-    .circuit_id();
-    let vk = cuzk_core::params::read_vk(
-        &ParameterCache::new(dir)
-            .unwrap()
-            .params_path(&id)
-            .with_extension("vk"),
-    )
-    .unwrap();
-    let verifier = Verifier::new(&vk);
-    for (index, chunk) in bytes.chunks(PROOF_BYTES).enumerate() {
-        let proof = Proof::<cuzk_core::Bls12>::read(chunk).unwrap();
-        let base = spec.seed.wrapping_mul(1000).wrapping_add(index as u64 * 7);
-        let inputs: Vec<_> = (0..spec.inputs)
-            .map(|i| cuzk_core::Scalar::from(base + i as u64))
-            .collect();
-        assert!(verifier.verify(&proof, &inputs).unwrap(), "partition {index}");
-    }
+    request_for(&spec, priority)
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -302,6 +248,11 @@ fn unusable_parameters_fail_the_job_with_a_clear_error() {
     assert!(
         matches!(&err, EngineError::Srs(m) if m.contains("truncated") && m.contains(foreign)),
         "{err:?}"
+    );
+    // Issue 12.7: the error names the file, not the server's directory.
+    assert!(
+        !err.to_string().contains(&dir.path().display().to_string()),
+        "{err}"
     );
     assert_eq!(engine.status().failed, 0);
     // Other circuits still work.

@@ -6,6 +6,7 @@
 //! (PreloadSRS takes one from any client).
 
 use crate::spec::check_dimensions;
+use cuzk_core::plan::without_directory;
 use cuzk_core::shaped::{parse_shaped_circuit_id, write_shaped_parameters, ShapedCircuit, SHAPED_POINT_SEED};
 use cuzk_core::{
     CacheOutcome, ParameterCache, ParameterRecipe, PlanError, PointCheck, ProvingParameters, SyntheticCircuit,
@@ -80,7 +81,12 @@ impl ParameterRecipe for SyntheticParameters {
         let (params, outcome) = self
             .cache
             .load_or_generate(&self.circuit_id, || circuit)
-            .map_err(|e| PlanError::Parameters(e.to_string()))?;
+            .map_err(|e| {
+                PlanError::Parameters(without_directory(
+                    &e.to_string(),
+                    &self.cache.params_path(&self.circuit_id),
+                ))
+            })?;
         if let CacheOutcome::Generated(t) = outcome {
             tracing::info!(
                 circuit_id = %self.circuit_id,
@@ -115,7 +121,7 @@ impl ParameterRecipe for ShapedParameters {
         let shape = ShapedCircuit::new(self.constraints, self.inputs, self.shape_seed).shape();
         let read = || -> Result<ProvingParameters, PlanError> {
             let params = ProvingParameters::read(&path, PointCheck::SkipSubgroup)
-                .map_err(|e| PlanError::Parameters(e.to_string()))?;
+                .map_err(|e| PlanError::Parameters(without_directory(&e.to_string(), &path)))?;
             let sections = [
                 params.h.len(),
                 params.l.len(),
@@ -125,8 +131,7 @@ impl ParameterRecipe for ShapedParameters {
             ];
             if sections != [shape.h, shape.l, shape.a, shape.b, shape.inputs] {
                 return Err(PlanError::Parameters(format!(
-                    "{} does not have the sections of {}",
-                    path.display(),
+                    "the cached parameter file of {0} does not have the sections of {0}",
                     self.circuit_id
                 )));
             }
@@ -145,7 +150,7 @@ impl ParameterRecipe for ShapedParameters {
         }
         let started = Instant::now();
         write_shaped_parameters(&shape, SHAPED_POINT_SEED, &path)
-            .map_err(|e| PlanError::Parameters(e.to_string()))?;
+            .map_err(|e| PlanError::Parameters(without_directory(&e.to_string(), &path)))?;
         tracing::info!(
             circuit_id = %self.circuit_id,
             seconds = started.elapsed().as_secs_f64(),

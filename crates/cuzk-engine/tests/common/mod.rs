@@ -1,0 +1,84 @@
+//! Helpers shared by the engine tests: synthetic requests on the CPU
+//! backend, and an independent check of the proofs they return.
+#![allow(dead_code)]
+
+use cuzk_core::{
+    ParameterCache, PlanSource, Priority, Proof, ProofKind, ProofRequest, SyntheticCircuit, Verifier,
+    PROOF_BYTES,
+};
+use cuzk_engine::Engine;
+use cuzk_synthetic::{SyntheticPlans, SyntheticSpec, SYNTHETIC_REGISTERED_PROOF};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Constraints of the small test partitions.
+pub const SIZE: usize = 1 << 9;
+
+/// The synthetic plan source with its parameters in `dir`.
+pub fn synthetic(dir: &Path) -> Arc<dyn PlanSource> {
+    Arc::new(SyntheticPlans::new(ParameterCache::new(dir).unwrap()))
+}
+
+/// A synthetic spec with two public inputs.
+pub fn spec(constraints: usize, partitions: usize, seed: u64) -> SyntheticSpec {
+    SyntheticSpec {
+        constraints,
+        partitions,
+        inputs: 2,
+        seed,
+        ..SyntheticSpec::default()
+    }
+}
+
+/// The request for `spec`.
+pub fn request_for(spec: &SyntheticSpec, priority: Option<Priority>) -> ProofRequest {
+    ProofRequest {
+        request_id: String::new(),
+        kind: ProofKind::PorepSealCommit,
+        registered_proof: SYNTHETIC_REGISTERED_PROOF,
+        priority,
+        vanilla_proof: spec.to_vanilla_proof(),
+        vanilla_proofs: Vec::new(),
+        sector: Default::default(),
+    }
+}
+
+/// Checks a completed job's bytes with bellperson's verifier, rebuilding the
+/// public inputs the way the synthetic plan defines them.
+pub fn check_proof(dir: &Path, spec: &SyntheticSpec, bytes: &[u8]) {
+    assert_eq!(bytes.len(), PROOF_BYTES * spec.partitions);
+    let id = SyntheticCircuit::new(
+        spec.constraints,
+        vec![cuzk_core::Scalar::from(0u64); spec.inputs],
+        0,
+    )
+    .unwrap()
+    .circuit_id();
+    let vk = cuzk_core::params::read_vk(
+        &ParameterCache::new(dir)
+            .unwrap()
+            .params_path(&id)
+            .with_extension("vk"),
+    )
+    .unwrap();
+    let verifier = Verifier::new(&vk);
+    for (index, chunk) in bytes.chunks(PROOF_BYTES).enumerate() {
+        let proof = Proof::<cuzk_core::Bls12>::read(chunk).unwrap();
+        let base = spec.seed.wrapping_mul(1000).wrapping_add(index as u64 * 7);
+        let inputs: Vec<_> = (0..spec.inputs)
+            .map(|i| cuzk_core::Scalar::from(base + i as u64))
+            .collect();
+        assert!(verifier.verify(&proof, &inputs).unwrap(), "partition {index}");
+    }
+}
+
+/// Waits (up to ten minutes) for a job's final result.
+pub fn wait(engine: &Engine, job: &str) -> cuzk_engine::JobResult {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(engine.wait(job, Some(Duration::from_secs(600))))
+        .unwrap()
+}
