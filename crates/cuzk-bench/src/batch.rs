@@ -214,7 +214,7 @@ impl ProofArgs {
         // inputs serve the local check of the returned proof.
         let request = cuzk_daemon::wire::to_request(submission.clone())
             .map_err(|e| anyhow::anyhow!("{}", e.message()))?;
-        let sources = cuzk_daemon::setup::plan_sources(&self.target.param_cache(), true)?;
+        let sources = cuzk_daemon::setup::plan_sources(&self.target.param_cache(), true, false)?;
         let plan = sources
             .iter()
             .find_map(|source| source.plan(&request))

@@ -104,7 +104,7 @@ impl Client {
                     ..EngineConfig::default()
                 },
                 backends: gpu_backends(&[], Residency::Auto),
-                sources: plan_sources(&param_cache, true)?,
+                sources: plan_sources(&param_cache, true, false)?,
             };
             let engine = tokio::task::spawn_blocking(move || setup.start()).await??;
             return Ok(Client::Embedded(Arc::new(engine)));

@@ -17,7 +17,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let shape = cuzk_core::shaped::Shape::of(1 << log2, 2, log2 as u64);
         let started = Instant::now();
         cuzk_core::shaped::write_shaped_parameters(&shape, cuzk_core::shaped::SHAPED_POINT_SEED, &path)?;
-        println!("wrote {} in {:.1}s", path.display(), started.elapsed().as_secs_f64());
+        println!(
+            "wrote {} in {:.1}s",
+            path.display(),
+            started.elapsed().as_secs_f64()
+        );
     }
     let bytes = std::fs::metadata(&path)?.len() as f64;
     println!("{} threads, {:.0} MB", rayon::current_num_threads(), bytes / 1e6);

@@ -9,7 +9,8 @@
 
 use crate::assignment::ProvingAssignment;
 use bellperson::groth16::{Parameters, VerifyingKey};
-use blstrs::{Bls12, G1Affine, G2Affine};
+use blstrs::{Bls12, Fp, Fp2, G1Affine, G2Affine};
+use ff::Field;
 use group::prime::PrimeCurveAffine;
 use rayon::prelude::*;
 use std::fs::File;
@@ -116,6 +117,86 @@ trait FilePoint: Sized + Send + Copy {
     const BYTES: usize;
     fn decode(bytes: &[u8], check: PointCheck) -> Result<Self, &'static str>;
     fn encode(&self) -> Vec<u8>;
+    /// What a slot holds while its section is being decoded and after its
+    /// point failed (the section is then an error, never used).
+    fn placeholder() -> Self;
+}
+
+/// A big-endian coordinate of an uncompressed point, canonical (below the
+/// modulus) or an error.
+fn fp_be(bytes: &[u8]) -> Result<Fp, &'static str> {
+    // The BLS12-381 base field modulus p and R^2 mod p (R = 2^384), as
+    // little-endian limbs.
+    const P: [u64; 6] = [
+        0xb9fe_ffff_ffff_aaab,
+        0x1eab_fffe_b153_ffff,
+        0x6730_d2a0_f6b0_f624,
+        0x6477_4b84_f385_12bf,
+        0x4b1b_a7b6_434b_acd7,
+        0x1a01_11ea_397f_e69a,
+    ];
+    const R2: [u64; 6] = [
+        0xf4df_1f34_1c34_1746,
+        0x0a76_e6a6_09d1_04f1,
+        0x8de5_476c_4c95_b6d5,
+        0x67eb_88a9_939d_83c0,
+        0x9a79_3e85_b519_952d,
+        0x1198_8fe5_92ca_e3aa,
+    ];
+    // Word-wise (blstrs' from_bytes_be goes byte by byte, twice): the
+    // limbs, canonical (below p), then into Montgomery form with one
+    // Montgomery multiplication by R^2.
+    let mut limbs = [0u64; 6];
+    for (i, limb) in limbs.iter_mut().enumerate() {
+        let at = 48 - 8 * (i + 1);
+        *limb = u64::from_be_bytes(bytes[at..at + 8].try_into().expect("48 bytes"));
+    }
+    if limbs.iter().rev().cmp(P.iter().rev()) != std::cmp::Ordering::Less {
+        return Err("bad encoding (coordinate not below the modulus)");
+    }
+    Ok(Fp::from_raw_unchecked(limbs) * Fp::from_raw_unchecked(R2))
+}
+
+/// The [`PointCheck::Trusted`] decoding: the flag bits of an uncompressed
+/// finite point, then canonical coordinates (G2's as c1, c0), without the
+/// curve equation blst's deserialisation evaluates.
+trait RawPoint: Sized {
+    fn from_raw(bytes: &[u8]) -> Result<Self, &'static str>;
+}
+
+/// The three flag bits of an uncompressed point's first byte: none set
+/// (the infinity flag is a point at infinity, the others a compressed
+/// point's).
+fn flags(first: u8) -> Result<(), &'static str> {
+    match first & 0xe0 {
+        0 => Ok(()),
+        0x40 => Err("point at infinity"),
+        _ => Err("bad encoding (compressed-point flag set)"),
+    }
+}
+
+impl RawPoint for G1Affine {
+    fn from_raw(bytes: &[u8]) -> Result<Self, &'static str> {
+        flags(bytes[0])?;
+        Ok(G1Affine::from_raw_unchecked(
+            fp_be(&bytes[..48])?,
+            fp_be(&bytes[48..])?,
+            false,
+        ))
+    }
+}
+
+impl RawPoint for G2Affine {
+    fn from_raw(bytes: &[u8]) -> Result<Self, &'static str> {
+        flags(bytes[0])?;
+        let fp2 =
+            |c1: &[u8], c0: &[u8]| -> Result<Fp2, &'static str> { Ok(Fp2::new(fp_be(c0)?, fp_be(c1)?)) };
+        Ok(G2Affine::from_raw_unchecked(
+            fp2(&bytes[..48], &bytes[48..96])?,
+            fp2(&bytes[96..144], &bytes[144..])?,
+            false,
+        ))
+    }
 }
 
 macro_rules! file_point {
@@ -124,10 +205,18 @@ macro_rules! file_point {
             const BYTES: usize = $bytes;
             fn decode(bytes: &[u8], check: PointCheck) -> Result<Self, &'static str> {
                 let repr: &[u8; $bytes] = bytes.try_into().expect("caller slices exact sizes");
-                let point: Self = Option::from(<$affine>::from_uncompressed_unchecked(repr))
-                    .ok_or("bad encoding or not on the curve")?;
+                // Every check starts from the word-wise decoding (what
+                // blst's deserialisation does, faster); the checked ones
+                // add its curve equation (and its refusal of x = 0, the
+                // points (0, ±2) outside the subgroup).
+                let point = <$affine as RawPoint>::from_raw(repr)?;
                 if bool::from(point.is_identity()) {
                     return Err("point at infinity");
+                }
+                if check != PointCheck::Trusted
+                    && (bool::from(point.x().is_zero()) || !bool::from(point.is_on_curve()))
+                {
+                    return Err("bad encoding or not on the curve");
                 }
                 if check == PointCheck::Full && !bool::from(point.is_torsion_free()) {
                     return Err("not in the prime-order subgroup");
@@ -137,11 +226,51 @@ macro_rules! file_point {
             fn encode(&self) -> Vec<u8> {
                 self.to_uncompressed().to_vec()
             }
+            fn placeholder() -> Self {
+                <$affine>::identity()
+            }
         }
     };
 }
 file_point!(G1Affine, G1_BYTES);
 file_point!(G2Affine, G2_BYTES);
+
+/// Decodes a section's points in parallel, straight into the final vector
+/// (an indexed collect: no per-thread pieces concatenated afterwards). A
+/// failing point is remembered (the first by index is reported) and its
+/// slot left a placeholder, so the decode never stops half way through a
+/// chunk and the error does not depend on thread timing.
+fn decode_section<P: FilePoint>(
+    path: &Path,
+    section: &'static str,
+    bytes: &[u8],
+    check: PointCheck,
+) -> Result<Vec<P>, ParamsError> {
+    let first_bad = std::sync::Mutex::new(None::<(usize, &'static str)>);
+    let points: Vec<P> = bytes
+        .par_chunks_exact(P::BYTES)
+        .with_min_len(4096)
+        .enumerate()
+        .map(|(index, chunk)| {
+            P::decode(chunk, check).unwrap_or_else(|reason| {
+                let mut bad = first_bad.lock().unwrap_or_else(|e| e.into_inner());
+                if bad.is_none_or(|(i, _)| index < i) {
+                    *bad = Some((index, reason));
+                }
+                P::placeholder()
+            })
+        })
+        .collect();
+    match first_bad.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        None => Ok(points),
+        Some((index, reason)) => Err(ParamsError::BadPoint {
+            path: path.to_path_buf(),
+            section,
+            index,
+            reason,
+        }),
+    }
+}
 
 /// A bounds-checked reader over the mapped file.
 struct Cursor<'a> {
@@ -190,24 +319,17 @@ impl<'a> Cursor<'a> {
         section: &'static str,
         check: PointCheck,
     ) -> Result<Vec<P>, ParamsError> {
+        let bytes = self.section_bytes::<P>(section)?;
+        decode_section(self.path, section, bytes, check)
+    }
+
+    /// The bytes of a count-prefixed section (bounds-checked, not decoded).
+    fn section_bytes<P: FilePoint>(&mut self, section: &'static str) -> Result<&'a [u8], ParamsError> {
         let count = self.u32(&format!("{section} count"))?;
-        let bytes = self.take(
+        self.take(
             count.saturating_mul(P::BYTES),
             &format!("{section} section ({count} points)"),
-        )?;
-        bytes
-            .par_chunks_exact(P::BYTES)
-            .with_min_len(1024)
-            .enumerate()
-            .map(|(index, chunk)| {
-                P::decode(chunk, check).map_err(|reason| ParamsError::BadPoint {
-                    path: self.path.to_path_buf(),
-                    section,
-                    index,
-                    reason,
-                })
-            })
-            .collect()
+        )
     }
 
     fn vk(&mut self) -> Result<VerifyingKey<Bls12>, ParamsError> {
@@ -251,6 +373,11 @@ fn map_file(path: &Path) -> Result<Option<cuzk_sys::Mmap>, ParamsError> {
         return Ok(None);
     }
     let map = cuzk_sys::map_readonly(&file).map_err(io_error(path))?;
+    // Read-ahead for a cold page cache (the kernel starts reading the whole
+    // file while the first pages are decoded) and larger read-around per
+    // fault. Only advice: failure is harmless.
+    let _ = map.advise(memmap2::Advice::Sequential);
+    let _ = map.advise(memmap2::Advice::WillNeed);
     Ok(Some(map))
 }
 
@@ -261,12 +388,26 @@ impl ProvingParameters {
         let data: &[u8] = map.as_deref().unwrap_or(&[]);
         let mut cursor = Cursor { data, pos: 0, path };
         let vk = cursor.vk()?;
-        let h = cursor.section("h", check)?;
-        let l = cursor.section("l", check)?;
-        let a = cursor.section("a", check)?;
-        let b_g1 = cursor.section("b_g1", check)?;
-        let b_g2 = cursor.section("b_g2", check)?;
+        // The layout first (a truncated or over-long file fails before any
+        // decoding), then the five sections decoded at once, so the cores
+        // stay busy across section ends.
+        let h = cursor.section_bytes::<G1Affine>("h")?;
+        let l = cursor.section_bytes::<G1Affine>("l")?;
+        let a = cursor.section_bytes::<G1Affine>("a")?;
+        let b_g1 = cursor.section_bytes::<G1Affine>("b_g1")?;
+        let b_g2 = cursor.section_bytes::<G2Affine>("b_g2")?;
         cursor.finish()?;
+        let g1 = |section, bytes| decode_section::<G1Affine>(path, section, bytes, check);
+        let ((h, l), (a, (b_g1, b_g2))) = rayon::join(
+            || rayon::join(|| g1("h", h), || g1("l", l)),
+            || {
+                rayon::join(
+                    || g1("a", a),
+                    || rayon::join(|| g1("b_g1", b_g1), || decode_section(path, "b_g2", b_g2, check)),
+                )
+            },
+        );
+        let (h, l, a, b_g1, b_g2) = (h?, l?, a?, b_g1?, b_g2?);
         Ok(Self {
             vk,
             h,

@@ -89,6 +89,22 @@ pub struct SrsSection {
     /// Seconds after which parameters no job used are evicted (unset: 7200;
     /// 0: never).
     pub idle_evict_secs: Option<u64>,
+    /// How official parameter files' points are checked: "auto" (files whose
+    /// BLAKE2b digest matches filecoin-proofs' published one are trusted,
+    /// remembered by size and mtime; others get the full check) or "full"
+    /// (every point of every file on the curve and in the subgroup).
+    pub verify_points: VerifyPoints,
+}
+
+/// `[srs] verify_points`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifyPoints {
+    /// Trust files with a published digest.
+    #[default]
+    Auto,
+    /// Check every point.
+    Full,
 }
 
 /// `[synthesis]`

@@ -37,7 +37,11 @@ impl EngineSetup {
                 tracing::warn!("[gpus] enabled = false: proving on the CPU");
                 vec![Arc::new(CpuBackend)]
             },
-            sources: plan_sources(param_dir, config.benchmark.synthetic)?,
+            sources: plan_sources(
+                param_dir,
+                config.benchmark.synthetic,
+                config.srs.verify_points == crate::config::VerifyPoints::Full,
+            )?,
         })
     }
 
@@ -69,15 +73,21 @@ pub fn gpu_backends(devices: &[u32], residency: Residency) -> Vec<Arc<dyn Prover
 /// own circuit ids), then the Filecoin proof types (everything else).
 /// Without the benchmark source its requests are refused as unknown
 /// Filecoin proof types and its ids as missing files: nothing is generated.
-pub fn plan_sources(param_dir: &Path, benchmark: bool) -> anyhow::Result<Vec<Arc<dyn PlanSource>>> {
+/// `full_point_check` reads every official file with the full point check
+/// instead of trusting those whose digest matches the published one.
+pub fn plan_sources(
+    param_dir: &Path,
+    benchmark: bool,
+    full_point_check: bool,
+) -> anyhow::Result<Vec<Arc<dyn PlanSource>>> {
     let mut sources: Vec<Arc<dyn PlanSource>> = Vec::new();
     if benchmark {
         let cache = ParameterCache::new(param_dir)
             .with_context(|| format!("parameter directory {}", param_dir.display()))?;
         sources.push(Arc::new(cuzk_synthetic::SyntheticPlans::new(cache)));
     }
-    sources.push(Arc::new(cuzk_filecoin::FilecoinPlans::new(
-        param_dir.to_path_buf(),
-    )));
+    sources.push(Arc::new(
+        cuzk_filecoin::FilecoinPlans::new(param_dir.to_path_buf()).with_full_point_check(full_point_check),
+    ));
     Ok(sources)
 }

@@ -22,6 +22,7 @@ pub mod registry;
 pub mod request;
 pub mod settings;
 pub mod source;
+pub mod trust;
 pub mod validate;
 
 pub use plans::plan_for;

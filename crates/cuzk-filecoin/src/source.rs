@@ -3,8 +3,10 @@
 //! parameter files (`v28-<circuit id>.params`) are read from one directory.
 
 use crate::params::is_official_circuit_id;
+use crate::trust::{Digests, Trust, TrustedFile};
 use cuzk_core::{ParameterFile, ParameterRecipe, PlanError, PlanSource, PointCheck, ProofPlan, ProofRequest};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The plan source of the Filecoin proof types: the last, catch-all source
 /// (it claims every request, refusing those that are no Filecoin proof), and
@@ -12,14 +14,48 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug)]
 pub struct FilecoinPlans {
     param_dir: PathBuf,
+    trust: Arc<Trust>,
 }
 
 impl FilecoinPlans {
     /// The source whose parameters are the files of `param_dir` (the
     /// directory [`crate::settings::init_with`] returns, where
-    /// filecoin-proofs' verifiers read the `.vk` files too).
+    /// filecoin-proofs' verifiers read the `.vk` files too). Official files
+    /// that match their published digests are read trusted ([`crate::trust`]).
     pub fn new(param_dir: PathBuf) -> Self {
-        Self { param_dir }
+        Self {
+            param_dir,
+            trust: Arc::new(Trust::new(Digests::published(), false)),
+        }
+    }
+
+    /// `full`: read every file with the full point check, published digest
+    /// or not (`[srs] verify_points = "full"`).
+    pub fn with_full_point_check(self, full: bool) -> Self {
+        let digests = self.trust_digests();
+        Self {
+            trust: Arc::new(Trust::new(digests, full)),
+            ..self
+        }
+    }
+
+    /// Judges official files by `digests` instead of the published ones
+    /// (tests; another release's table).
+    pub fn with_digests(self, digests: Digests) -> Self {
+        let full = self.trust.full();
+        Self {
+            trust: Arc::new(Trust::new(digests, full)),
+            ..self
+        }
+    }
+
+    /// What this source has learnt of its files' digests.
+    pub fn trust(&self) -> &Arc<Trust> {
+        &self.trust
+    }
+
+    fn trust_digests(&self) -> Digests {
+        self.trust.digests().clone()
     }
 
     /// The parameter directory.
@@ -37,7 +73,8 @@ impl PlanSource for FilecoinPlans {
         Some(crate::plan_for(request).map_err(PlanError::from))
     }
 
-    /// `param_dir/<id>.params`, read with full point checks. This is the
+    /// `param_dir/<id>.params`: an official file matching its published
+    /// digest is read trusted, any other with full point checks. This is the
     /// catch-all source, so it claims every id that is a plain file name
     /// (letters, digits, `-`, `_`, `.`; no `..`), official or not, as the
     /// daemon always has; an id that is not (a path separator, `..`,
@@ -64,17 +101,25 @@ impl PlanSource for FilecoinPlans {
         };
         let file_id = official.as_deref().unwrap_or(circuit_id);
         let path = self.param_dir.join(format!("{file_id}.params"));
-        let hint = if is_official_circuit_id(file_id) {
+        let is_official = is_official_circuit_id(file_id);
+        let hint = if is_official {
             "(set [srs] param_cache or FIL_PROOFS_PARAMETER_CACHE to the directory of the official \
              parameter files; test-size ones can be generated with `cuzk-bench gen-params`)"
         } else {
             "(set [srs] param_cache or FIL_PROOFS_PARAMETER_CACHE)"
         };
         let file = ParameterFile::new(path, PointCheck::Full).with_hint(hint);
-        Some(Ok(Box::new(match official {
+        let file = match official {
             Some(id) => file.kept_as(id),
             None => file,
-        })))
+        };
+        // Official files are judged by their published digests (trusted when
+        // they match, full check otherwise); others get the full check.
+        if is_official {
+            Some(Ok(Box::new(TrustedFile::new(file, self.trust.clone()))))
+        } else {
+            Some(Ok(Box::new(file)))
+        }
     }
 }
 
