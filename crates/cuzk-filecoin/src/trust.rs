@@ -308,8 +308,12 @@ impl ParameterRecipe for TrustedFile {
         let verdict = self.trust.verdict(&self.file.path);
         let check = verdict.check();
         let started = Instant::now();
-        let params = ProvingParameters::read(&self.file.path, check)
-            .map_err(|e| PlanError::Parameters(e.to_string()))?;
+        let params = ProvingParameters::read(&self.file.path, check).map_err(|e| {
+            PlanError::Parameters(cuzk_core::plan::without_directory(
+                &e.to_string(),
+                &self.file.path,
+            ))
+        })?;
         tracing::info!(
             file = %self.file.path.display(),
             ?verdict,
