@@ -458,3 +458,37 @@ fn the_seeds_are_accepted() {
         cuzk_filecoin::plan_for(&request).unwrap_or_else(|e| panic!("{:?}: {e}", request.kind));
     }
 }
+
+/// Regression (issue 12, item 9): a bincode length prefix far beyond the
+/// bytes is refused without allocating by it (bincode reads from the slice
+/// and serde caps what a length may preallocate at 1 MiB).
+#[test]
+fn hostile_bincode_lengths_do_not_allocate() {
+    let s = seeds();
+    let proof = &s.winning.vanilla_proofs[0];
+    // sector_id (8 bytes), comm_r (32), then the lengths of
+    // vanilla_proof.sectors and of its first sector's inclusion proofs.
+    let read = |at: usize| u64::from_le_bytes(proof[at..at + 8].try_into().unwrap());
+    assert_eq!(
+        (read(40), read(48)),
+        (1, 66),
+        "the layout of a WinningPoSt vanilla proof"
+    );
+    for at in [40, 48] {
+        for length in [u64::MAX, 1 << 40, 1 << 32] {
+            let mut request = s.winning.clone();
+            request.vanilla_proofs[0][at..at + 8].copy_from_slice(&length.to_le_bytes());
+            fuzzing::take_thread_largest();
+            let refused = cuzk_filecoin::plan_for(&request).unwrap_err();
+            let largest = fuzzing::take_thread_largest();
+            assert!(
+                matches!(&refused, FilecoinError::InvalidArgument(m) if m.contains("not a bincode")),
+                "{refused:?}"
+            );
+            assert!(
+                largest <= 2 << 20,
+                "length {length} at {at}: an allocation of {largest} bytes"
+            );
+        }
+    }
+}
