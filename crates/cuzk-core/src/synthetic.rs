@@ -71,7 +71,7 @@ impl SyntheticCircuit {
     /// constraint and one independence constraint per input, one for the
     /// constant, and at least one gate.
     pub fn min_constraints(inputs: usize) -> usize {
-        2 * inputs + 2
+        inputs.saturating_mul(2).saturating_add(2)
     }
 
     /// Identifies the constraint system (not the witness): the key under
