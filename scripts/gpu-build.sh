@@ -7,10 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/install-cuda.sh)"
-export CARGO_TARGET_DIR=target-cuda
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target-cuda}
 cargo build --release -p cuzk-bench --features "${FEATURES:-cuda}"
 rm -rf .gpu && mkdir -p .gpu
-strip -o .gpu/cuzk-bench target-cuda/release/cuzk-bench
+strip -o .gpu/cuzk-bench $CARGO_TARGET_DIR/release/cuzk-bench
 # The GPU tests: cargo prints each test executable it builds.
 tests=$(cargo test --release --features cuzk-core/cuda,cuzk-sys/cuda -p cuzk-sys -p cuzk-core \
   --test gpu --no-run --message-format=json 2>/dev/null |

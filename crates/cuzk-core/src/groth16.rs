@@ -112,6 +112,15 @@ pub struct ProveTimings {
     pub streamed: bool,
     /// Combining the pieces into A, B, C.
     pub epilogue: Duration,
+    /// Computing a, b, c from a witness-only partition, in the backend (on
+    /// the device when `abc_on_device`, else on the host); zero when
+    /// synthesis computed them.
+    pub abc: Duration,
+    /// a, b, c and the MSM scalars' classification were computed on the
+    /// device (the witness path).
+    pub abc_on_device: bool,
+    /// GPU witness path: classifying the MSM scalars on the device.
+    pub classify: Duration,
 }
 
 #[derive(Debug)]
@@ -138,7 +147,7 @@ enum State {
 #[derive(Debug)]
 pub struct PendingProof {
     state: State,
-    timings: ProveTimings,
+    pub(crate) timings: ProveTimings,
 }
 
 /// The MSM results a backend hands to the frame.

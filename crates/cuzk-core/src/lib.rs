@@ -35,10 +35,10 @@ pub mod verify;
 
 pub use assignment::{synthesize, DensityBitmap, ProvingAssignment, SizeHint};
 pub use backend::cpu::{prove, prove_start};
-pub use backend::{BackendError, CpuBackend, PartitionData, ProverBackend, ProverInput};
+pub use backend::{BackendError, CpuBackend, PartitionData, PartitionWitness, ProverBackend, ProverInput};
 pub use groth16::{finish, proof_to_bytes, PendingProof, ProveError, ProveTimings, Randomness, PROOF_BYTES};
 pub use param_cache::{CacheError, CacheOutcome, ParameterCache};
-pub use params::{ParamsError, PointCheck, ProvingParameters};
+pub use params::{CircuitCounts, ParamsError, PointCheck, ProvingParameters};
 pub use plan::{ParameterFile, ParameterRecipe, PlanError, PlanSource, ProofPlan};
 pub use r1cs::{CompiledR1cs, R1csError, Witness};
 pub use request::{Priority, ProofKind, ProofRequest, SectorFields};

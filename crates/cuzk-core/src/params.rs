@@ -381,6 +381,22 @@ fn map_file(path: &Path) -> Result<Option<cuzk_sys::Mmap>, ParamsError> {
     Ok(Some(map))
 }
 
+/// What parameters must match of a circuit: its variables, FFT domain and
+/// the variables its A and B matrices use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CircuitCounts {
+    /// Inputs, the constant one included.
+    pub inputs: usize,
+    /// Aux variables.
+    pub aux: usize,
+    /// FFT domain size.
+    pub domain: usize,
+    /// Aux variables used in A.
+    pub a_aux: usize,
+    /// Inputs and aux variables used in B.
+    pub b: usize,
+}
+
 impl ProvingParameters {
     /// Reads a `.params` file.
     pub fn read(path: &Path, check: PointCheck) -> Result<Self, ParamsError> {
@@ -443,8 +459,25 @@ impl ProvingParameters {
     /// came from, so a wrong file is an error rather than a bad proof (or an
     /// out-of-bounds index).
     pub fn check_fits(&self, assignment: &ProvingAssignment) -> Result<(), ParamsError> {
-        let inputs = assignment.input_assignment.len();
-        let b_count = assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones();
+        self.check_counts(&CircuitCounts {
+            inputs: assignment.input_assignment.len(),
+            aux: assignment.aux_assignment.len(),
+            domain: assignment.domain_size(),
+            a_aux: assignment.a_aux_density.count_ones(),
+            b: assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones(),
+        })
+    }
+
+    /// [`check_fits`](Self::check_fits) for a circuit known by its counts
+    /// (a witness-only partition: its compiled R1CS).
+    pub fn check_counts(&self, counts: &CircuitCounts) -> Result<(), ParamsError> {
+        let CircuitCounts {
+            inputs,
+            aux,
+            domain,
+            a_aux,
+            b: b_count,
+        } = *counts;
         let expectations = [
             (
                 "vk.ic",
@@ -452,17 +485,12 @@ impl ProvingParameters {
                 inputs,
                 "public inputs (incl. the constant one)",
             ),
-            ("h", self.h.len(), assignment.domain_size() - 1, "domain size - 1"),
-            (
-                "l",
-                self.l.len(),
-                assignment.aux_assignment.len(),
-                "aux variables",
-            ),
+            ("h", self.h.len(), domain - 1, "domain size - 1"),
+            ("l", self.l.len(), aux, "aux variables"),
             (
                 "a",
                 self.a.len(),
-                inputs + assignment.a_aux_density.count_ones(),
+                inputs + a_aux,
                 "inputs + aux variables used in A",
             ),
             ("b_g1", self.b_g1.len(), b_count, "variables used in B"),

@@ -7,7 +7,7 @@
 
 use crate::params::{PointCheck, ProvingParameters};
 use crate::request::ProofRequest;
-use crate::{Bls12, Proof, ProvingAssignment, Randomness, Scalar, Verifier};
+use crate::{Bls12, PartitionData, Proof, ProvingAssignment, Randomness, Scalar, Verifier};
 use std::path::{Path, PathBuf};
 
 /// Bytes one partition of `constraints` constraints and `aux` variables
@@ -56,6 +56,20 @@ pub trait ProofPlan: Send + Sync + std::fmt::Debug {
     fn partition_bytes(&self) -> u64;
     /// Builds partition `index`'s proving assignment.
     fn synthesize(&self, index: usize) -> Result<ProvingAssignment, PlanError>;
+    /// Upper estimate of the host memory one partition holds in flight
+    /// when only its witness is synthesised ([`synthesize_witness`]);
+    /// `None` for plans without a witness-only form.
+    ///
+    /// [`synthesize_witness`]: ProofPlan::synthesize_witness
+    fn witness_bytes(&self) -> Option<u64> {
+        None
+    }
+    /// Partition `index` for a backend that computes a, b, c itself: its
+    /// witness with the circuit's compiled R1CS. By default (plans without
+    /// a compiled R1CS) the whole assignment.
+    fn synthesize_witness(&self, index: usize) -> Result<PartitionData, PlanError> {
+        Ok(PartitionData::Evaluated(self.synthesize(index)?))
+    }
     /// Public inputs of partition `index`, for verification.
     fn public_inputs(&self, index: usize) -> Vec<Scalar>;
 

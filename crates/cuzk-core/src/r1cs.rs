@@ -75,20 +75,23 @@ const ONE_ID: u32 = 0;
 const MINUS_ONE_ID: u32 = 1;
 /// Marks an input variable in [`Entry::variable`]; aux indices use the other
 /// 31 bits.
-const INPUT_BIT: u32 = 1 << 31;
+const INPUT_BIT: u32 = cuzk_sys::gpu::R1CS_INPUT_BIT;
 
-/// One nonzero of a matrix row, 8 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Entry {
-    /// The aux index, or the input index with [`INPUT_BIT`] set. Inputs and
-    /// aux stay in their own numbering so the witness is used as the circuit
-    /// allocated it, without building one concatenated vector per proof.
-    variable: u32,
-    /// Index into [`CompiledR1cs::coefficients`].
-    coefficient: u32,
+/// One nonzero of a matrix row, 8 bytes, in the layout the device reads
+/// (so the matrices upload as they are): the aux index, or the input index
+/// with [`INPUT_BIT`] set (inputs and aux stay in their own numbering so
+/// the witness is used as the circuit allocated it, without building one
+/// concatenated vector per proof), and the index into
+/// [`CompiledR1cs::coefficients`].
+type Entry = cuzk_sys::gpu::R1csEntry;
+
+/// Building and reading entries.
+trait EntryExt: Sized {
+    fn new(variable: Index, coefficient: u32) -> Option<Self>;
+    fn value(self, inputs: &[Scalar], aux: &[Scalar]) -> Scalar;
 }
 
-impl Entry {
+impl EntryExt for Entry {
     /// `None` when the index does not fit in 31 bits.
     fn new(variable: Index, coefficient: u32) -> Option<Self> {
         let (index, tag) = match variable {
@@ -223,6 +226,13 @@ pub struct Witness {
     pub aux: Vec<Scalar>,
 }
 
+impl Witness {
+    /// Heap bytes held (what a witness-only partition holds in flight).
+    pub fn heap_bytes(&self) -> u64 {
+        ((self.inputs.capacity() + self.aux.capacity()) * std::mem::size_of::<Scalar>()) as u64
+    }
+}
+
 impl CompiledR1cs {
     /// Records the constraint system of `circuit`.
     ///
@@ -352,6 +362,30 @@ impl CompiledR1cs {
     /// Nonzero coefficients in A, B and C together.
     pub fn nonzeros(&self) -> usize {
         self.a.entries.len() + self.b.entries.len() + self.c.entries.len()
+    }
+
+    /// The matrices, coefficients and aux densities as the device takes
+    /// them (uploaded once per circuit, see `cuzk_sys::gpu::GpuR1cs`).
+    pub fn device_upload(&self) -> cuzk_sys::gpu::R1csUpload<'_> {
+        fn matrix(m: &SparseMatrix) -> cuzk_sys::gpu::R1csMatrix<'_> {
+            cuzk_sys::gpu::R1csMatrix {
+                row_starts: &m.row_starts,
+                entries: &m.entries,
+            }
+        }
+        cuzk_sys::gpu::R1csUpload {
+            matrices: [matrix(&self.a), matrix(&self.b), matrix(&self.c)],
+            coefficients: &self.coefficients,
+            num_inputs: self.num_inputs,
+            num_aux: self.num_aux,
+            a_aux_density: (self.a_aux_density.words(), self.a_aux_density.count_ones()),
+            b_aux_density: (self.b_aux_density.words(), self.b_aux_density.count_ones()),
+        }
+    }
+
+    /// The density bitmaps: aux in A, inputs in B, aux in B.
+    pub fn densities(&self) -> (&DensityBitmap, &DensityBitmap, &DensityBitmap) {
+        (&self.a_aux_density, &self.b_input_density, &self.b_aux_density)
     }
 
     /// Number of distinct coefficients (one and minus one included).

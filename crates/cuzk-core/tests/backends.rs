@@ -111,3 +111,29 @@ fn fallback_proves_what_the_primary_declines_with_the_same_bytes() {
     assert!(Verifier::new(&params.vk).verify(&via_fallback, &public).unwrap());
     assert_eq!(fallback.declined(), 1);
 }
+
+/// Issue 13: a witness-only partition on the CPU backend (a, b, c computed
+/// on the host from the compiled R1CS) gives the proof bytes of its
+/// evaluated assignment, for the same r, s, and times that step.
+#[test]
+fn a_witness_only_partition_proves_like_its_evaluated_assignment() {
+    use cuzk_core::{CompiledR1cs, PartitionData, PartitionWitness, SyntheticCircuit};
+    let circuit = SyntheticCircuit::new(3000, vec![Scalar::from(4u64)], 8).unwrap();
+    let r1cs = Arc::new(CompiledR1cs::record(circuit.clone()).unwrap());
+    let witness = r1cs.witness(circuit).unwrap();
+    let assignment = r1cs.assign(witness.clone()).unwrap();
+    let params = Arc::new(cuzk_core::shaped::shaped_parameters(&assignment, 9));
+    let fixed = Randomness::Fixed {
+        r: Scalar::from(10u64),
+        s: Scalar::from(11u64),
+    };
+    let (evaluated, _) = prove_with(&CpuBackend, ProverInput::evaluated(assignment, &params, fixed)).unwrap();
+    let input = ProverInput {
+        data: PartitionData::Witness(PartitionWitness { r1cs, witness }),
+        params: Arc::clone(&params),
+        randomness: fixed,
+    };
+    let (from_witness, timings) = prove_with(&CpuBackend, input).unwrap();
+    assert_eq!(proof_to_bytes(&from_witness), proof_to_bytes(&evaluated));
+    assert!(!timings.abc.is_zero() && !timings.abc_on_device);
+}

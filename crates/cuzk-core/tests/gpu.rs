@@ -10,7 +10,11 @@ mod common;
 
 use cuzk_core::backend::{prove_with, CudaBackend, Fallback, Residency, Tuning, GPU_MIN_DOMAIN};
 use cuzk_core::shaped::{shaped_assignment, shaped_parameters};
-use cuzk_core::{proof_to_bytes, BackendError, CpuBackend, ProverBackend, ProverInput, Randomness, Scalar};
+use cuzk_core::{
+    proof_to_bytes, BackendError, CompiledR1cs, CpuBackend, PartitionData, PartitionWitness, ProverBackend,
+    ProverInput, ProvingAssignment, Randomness, Scalar, SyntheticCircuit, Witness,
+};
+use cuzk_sys::gpu::GpuR1cs;
 use std::sync::Arc;
 
 /// The first GPU with `residency` and `tuning`, or `None` (with a message)
@@ -196,4 +200,171 @@ fn injected_gpu_faults_give_a_cpu_proved_partition() {
         assert_eq!(proof_to_bytes(&again), proof_to_bytes(&cpu));
         assert!(!timings.gpu_region.is_zero(), "back on the GPU after {fault:?}");
     }
+}
+
+// ---------------------------------------------------------------- the witness path (issue 13)
+
+/// A synthetic circuit of `n` constraints (0/1 witnesses, XOR gates with
+/// coefficient 2, 64-term packings with powers of two, inputs): its
+/// compiled R1CS, a witness, the host's assignment of that witness, and
+/// parameters of its shape.
+struct WitnessCase {
+    r1cs: Arc<CompiledR1cs>,
+    witness: Witness,
+    assignment: ProvingAssignment,
+    params: Arc<cuzk_core::ProvingParameters>,
+}
+
+fn witness_case(n: usize, seed: u64) -> WitnessCase {
+    let circuit = SyntheticCircuit::new(n, vec![Scalar::from(seed), Scalar::from(7u64)], seed).unwrap();
+    let r1cs = Arc::new(CompiledR1cs::record(circuit.clone()).unwrap());
+    let witness = r1cs.witness(circuit).unwrap();
+    let assignment = r1cs.assign(witness.clone()).unwrap();
+    let params = Arc::new(shaped_parameters(&assignment, seed + 1));
+    WitnessCase {
+        r1cs,
+        witness,
+        assignment,
+        params,
+    }
+}
+
+impl WitnessCase {
+    fn input(&self, randomness: Randomness) -> ProverInput {
+        ProverInput {
+            data: PartitionData::Witness(PartitionWitness {
+                r1cs: Arc::clone(&self.r1cs),
+                witness: self.witness.clone(),
+            }),
+            params: Arc::clone(&self.params),
+            randomness,
+        }
+    }
+
+    /// The GPU proof of the witness against the CPU backend's proof of the
+    /// host's assignment, same r, s; returns the GPU's timings.
+    fn gpu_equals_cpu(&self, gpu: &CudaBackend, n: usize) -> cuzk_core::ProveTimings {
+        let fixed = Randomness::Fixed {
+            r: Scalar::from(n as u64 * 7 + 1),
+            s: Scalar::from(n as u64 * 11 + 2),
+        };
+        let (cpu, _) = prove_with(
+            &CpuBackend,
+            ProverInput::evaluated(self.assignment.clone(), &self.params, fixed),
+        )
+        .unwrap();
+        let (ours, timings) = prove_with(gpu, self.input(fixed)).unwrap_or_else(|e| panic!("n={n}: {e}"));
+        assert_eq!(
+            proof_to_bytes(&ours),
+            proof_to_bytes(&cpu),
+            "n={n}: witness-path GPU bytes differ from CPU bytes"
+        );
+        timings
+    }
+}
+
+#[test]
+fn device_sparse_products_equal_the_host() {
+    let Some(gpu) = gpu(Residency::Device, Tuning::default()) else {
+        return;
+    };
+    for n in [(1usize << 14) - 3, 1 << 16, (1 << 18) + 5, 1 << 20] {
+        let case = witness_case(n, n as u64);
+        let device = GpuR1cs::upload(gpu.ordinal(), &case.r1cs.device_upload()).unwrap();
+        let [a, b, c] = device.evaluate(&case.witness.inputs, &case.witness.aux).unwrap();
+        assert_eq!(a, case.assignment.a, "n={n}: a");
+        assert_eq!(b, case.assignment.b, "n={n}: b");
+        assert_eq!(c, case.assignment.c, "n={n}: c");
+    }
+}
+
+#[test]
+fn witness_path_proofs_equal_the_cpu_backend() {
+    let Some(gpu) = gpu(Residency::Device, Tuning::default()) else {
+        return;
+    };
+    // 2^14-3 and 2^16: fewer "other" scalars than the device's MSM minimum
+    // (handed back to the host); 2^18 and up: Pippenger on the device.
+    for n in [(1usize << 14) - 3, (1 << 16) + 1, 1 << 18, (1 << 20) + 3, 1 << 22] {
+        let timings = witness_case(n, n as u64 + 1).gpu_equals_cpu(&gpu, n);
+        assert!(timings.abc_on_device, "n={n}: a, b, c on the device");
+        assert!(!timings.gpu_region.is_zero(), "n={n} ran in the CUDA region");
+    }
+    // The same R1CS twice: resident after the first (both proofs right).
+    let case = witness_case(1 << 16, 99);
+    case.gpu_equals_cpu(&gpu, 1 << 16);
+    case.gpu_equals_cpu(&gpu, 1 << 16);
+}
+
+#[test]
+fn windowed_witness_path_msms_equal_the_cpu_backend() {
+    let tuning = Tuning {
+        stream_chunk: 0,
+        msm_window: 1 << 13,
+    };
+    let Some(gpu) = gpu(Residency::Device, tuning) else {
+        return;
+    };
+    let n = (1usize << 20) + 9;
+    let timings = witness_case(n, 5).gpu_equals_cpu(&gpu, n);
+    assert!(timings.abc_on_device);
+}
+
+#[test]
+fn a_witness_on_streamed_parameters_takes_the_host_path() {
+    let Some(gpu) = gpu(Residency::Host, Tuning::default()) else {
+        return;
+    };
+    let n = (1usize << 16) + 3;
+    let timings = witness_case(n, 13).gpu_equals_cpu(&gpu, n);
+    assert!(!timings.abc_on_device, "streamed: a, b, c on the host");
+    assert!(!timings.abc.is_zero(), "the host's a, b, c are timed");
+    assert!(timings.streamed);
+}
+
+#[test]
+fn a_witness_path_proof_of_a_real_circuit_verifies_with_bellperson() {
+    let Some(gpu) = gpu(Residency::Auto, Tuning::default()) else {
+        return;
+    };
+    let (circuit, params) =
+        common::circuit_and_params(1 << 15, vec![Scalar::from(3u64), Scalar::from(0u64)], 4);
+    let r1cs = Arc::new(CompiledR1cs::record(circuit.clone()).unwrap());
+    let witness = r1cs.witness(circuit.clone()).unwrap();
+    let input = ProverInput {
+        data: PartitionData::Witness(PartitionWitness { r1cs, witness }),
+        params: Arc::clone(&params),
+        randomness: Randomness::Secure,
+    };
+    let (proof, timings) = prove_with(&gpu, input).unwrap();
+    assert!(timings.abc_on_device);
+    assert!(cuzk_core::Verifier::new(&params.vk)
+        .verify(&proof, circuit.public_inputs())
+        .unwrap());
+}
+
+#[test]
+fn small_witness_partitions_are_declined_and_proved_by_the_cpu_fallback() {
+    let Some(gpu) = gpu(Residency::Auto, Tuning::default()) else {
+        return;
+    };
+    let fallback = Fallback::new(Arc::new(gpu), Arc::new(CpuBackend));
+    let n = (1usize << 12) - 5;
+    let case = witness_case(n, 21);
+    let fixed = Randomness::Fixed {
+        r: Scalar::from(8u64),
+        s: Scalar::from(9u64),
+    };
+    let (ours, timings) = prove_with(&fallback, case.input(fixed)).unwrap();
+    let (cpu, _) = prove_with(
+        &CpuBackend,
+        ProverInput::evaluated(case.assignment.clone(), &case.params, fixed),
+    )
+    .unwrap();
+    assert_eq!(proof_to_bytes(&ours), proof_to_bytes(&cpu));
+    assert_eq!(fallback.declined(), 1);
+    assert!(
+        !timings.abc_on_device && !timings.abc.is_zero(),
+        "the CPU computed a, b, c"
+    );
 }

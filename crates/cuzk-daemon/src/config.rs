@@ -183,6 +183,10 @@ pub struct PipelineSection {
     pub result_capacity: usize,
     /// Jobs queued or running at most; SubmitProof beyond is RESOURCE_EXHAUSTED.
     pub max_queued_jobs: usize,
+    /// With GPUs: synthesise only the witness of Filecoin partitions and
+    /// compute a, b, c on the device (the witness path); false computes
+    /// them on the host as before.
+    pub witness_only: bool,
 }
 
 impl Default for PipelineSection {
@@ -192,6 +196,7 @@ impl Default for PipelineSection {
             result_ttl_secs: 600,
             result_capacity: 10_000,
             max_queued_jobs: 1_000,
+            witness_only: true,
         }
     }
 }
@@ -205,11 +210,20 @@ pub struct BenchmarkSection {
     /// first use (minutes of CPU and many GiB of disk at large sizes), so a
     /// production daemon sets this to false.
     pub synthetic: bool,
+    /// Prove Filecoin requests whose vanilla proofs do not verify (the
+    /// real-structure inputs of `cuzk-bench real-inputs`: production shapes,
+    /// random values) without verifying their proofs, instead of refusing
+    /// them. Structural checks still run, and a request whose vanilla
+    /// proofs hold is verified as always. Never set in production.
+    pub allow_unverifiable: bool,
 }
 
 impl Default for BenchmarkSection {
     fn default() -> Self {
-        Self { synthetic: true }
+        Self {
+            synthetic: true,
+            allow_unverifiable: false,
+        }
     }
 }
 
@@ -354,6 +368,7 @@ impl Config {
             result_ttl: Duration::from_secs(self.pipeline.result_ttl_secs),
             result_capacity: self.pipeline.result_capacity,
             max_queued_jobs: self.pipeline.max_queued_jobs,
+            witness_only: self.pipeline.witness_only,
         })
     }
 

@@ -30,6 +30,11 @@ pub struct EngineConfig {
     /// Jobs queued or running at most; submissions beyond are refused
     /// (RESOURCE_EXHAUSTED) rather than queued without bound.
     pub max_queued_jobs: usize,
+    /// Synthesise only the witness of partitions with a compiled R1CS when
+    /// every backend computes a, b, c itself (the GPU: on the device), so
+    /// a partition holds a third of the memory in flight. Off: every
+    /// partition is synthesised in full on the host.
+    pub witness_only: bool,
 }
 
 impl Default for EngineConfig {
@@ -45,6 +50,7 @@ impl Default for EngineConfig {
             result_ttl: Duration::from_secs(600),
             result_capacity: 10_000,
             max_queued_jobs: 1_000,
+            witness_only: true,
         }
     }
 }

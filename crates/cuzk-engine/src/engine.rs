@@ -69,7 +69,9 @@ impl Engine {
             );
         }
         let sources = Arc::new(PlanSources::new(sources));
+        let witness_only = config.witness_only && backends.iter().all(|b| b.takes_witness());
         let shared = Arc::new(Shared {
+            witness_only,
             dispatch: Dispatch::new(config.memory_budget),
             handoff: Handoff::new(config.max_prover_queue_depth),
             srs: SrsManager::new(Arc::clone(&sources), config.srs_memory_limit),
@@ -179,11 +181,16 @@ impl Engine {
             .map_err(EngineError::InvalidArgument)??;
         shared.srs.check_available(&plan.circuit_id())?;
         let budget = shared.config.memory_budget;
-        if plan.partition_bytes() > budget {
+        let witness_only = shared.witness_only && plan.witness_bytes().is_some();
+        let partition_bytes = match witness_only {
+            true => plan.witness_bytes().unwrap_or_else(|| plan.partition_bytes()),
+            false => plan.partition_bytes(),
+        };
+        if partition_bytes > budget {
             return Err(EngineError::ResourceExhausted(format!(
                 "a partition of this request needs {} MiB in flight, more than the whole memory budget of {} MiB \
                  ([memory] total_budget)",
-                plan.partition_bytes() >> 20,
+                partition_bytes >> 20,
                 budget >> 20
             )));
         }
@@ -204,7 +211,14 @@ impl Engine {
             .unwrap_or_else(|| request.kind.default_priority());
         let seq = shared.next_seq.fetch_add(1, Ordering::SeqCst);
         let id = uuid::Uuid::new_v4().to_string();
-        let job = Arc::new(Job::new(id.clone(), seq, request.kind, priority, plan));
+        let job = Arc::new(Job::new(
+            id.clone(),
+            seq,
+            request.kind,
+            priority,
+            plan,
+            witness_only,
+        ));
         jobs.by_id.insert(id.clone(), Arc::clone(&job));
         shared.live_jobs.fetch_add(1, Ordering::SeqCst);
         if !request.request_id.is_empty() {

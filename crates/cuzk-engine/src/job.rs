@@ -68,6 +68,9 @@ pub(crate) struct Job {
     pub(crate) priority: Priority,
     pub(crate) plan: Box<dyn ProofPlan>,
     pub(crate) partition_bytes: u64,
+    /// Partitions are synthesised as their witness only (see
+    /// `EngineConfig::witness_only`), and budgeted at its size.
+    pub(crate) witness_only: bool,
     pub(crate) submitted: Instant,
     progress: Mutex<Progress>,
     /// Serialises the SRS acquisition of this job's partitions.
@@ -85,14 +88,17 @@ impl Job {
         kind: ProofKind,
         priority: Priority,
         plan: Box<dyn ProofPlan>,
+        witness_only: bool,
     ) -> Self {
         let partitions = plan.partitions();
+        let witness_bytes = witness_only.then(|| plan.witness_bytes()).flatten();
         Self {
             id,
             seq,
             kind,
             priority,
-            partition_bytes: plan.partition_bytes(),
+            partition_bytes: witness_bytes.unwrap_or_else(|| plan.partition_bytes()),
+            witness_only: witness_bytes.is_some(),
             plan,
             submitted: Instant::now(),
             progress: Mutex::new(Progress {

@@ -15,7 +15,7 @@
 use crate::job::Job;
 use crate::state::lock;
 use cuzk_core::Priority;
-use cuzk_core::{ProvingAssignment, ProvingParameters};
+use cuzk_core::{PartitionData, ProvingParameters};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::sync::{Arc, Condvar, Mutex};
@@ -160,7 +160,7 @@ pub(crate) struct ReadyItem {
     pub(crate) rank: Rank,
     pub(crate) job: Arc<Job>,
     pub(crate) partition: usize,
-    pub(crate) assignment: ProvingAssignment,
+    pub(crate) data: PartitionData,
     pub(crate) params: Arc<ProvingParameters>,
     pub(crate) permit: Permit,
     pub(crate) queued_at: Instant,

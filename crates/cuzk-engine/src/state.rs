@@ -40,6 +40,8 @@ pub(crate) struct Device {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) config: EngineConfig,
+    /// `config.witness_only`, and every backend takes witness-only partitions.
+    pub(crate) witness_only: bool,
     pub(crate) sources: Arc<PlanSources>,
     pub(crate) dispatch: Arc<Dispatch>,
     pub(crate) handoff: Handoff,

@@ -4,7 +4,8 @@
 
 use cuzk_core::backend::{BackendKind, BackendStatus, Fallback};
 use cuzk_core::{
-    BackendError, CpuBackend, PendingProof, ProofRequest, ProveError, ProverBackend, ProverInput,
+    BackendError, CpuBackend, PartitionData, PendingProof, ProofRequest, ProveError, ProverBackend,
+    ProverInput,
 };
 use cuzk_engine::{Engine, EngineConfig, JobStatus};
 use cuzk_synthetic::SyntheticSpec;
@@ -232,4 +233,67 @@ fn two_backends_share_a_job_and_status_reports_each() {
     check_proof(dir.path(), &s, &result.proof);
     assert_eq!(first.proved() + second.proved(), 6);
     assert!(first.proved() > 0 && second.proved() > 0, "both devices got work");
+}
+
+/// A CPU-proving backend that asks for witness-only partitions (as the GPU
+/// does) and counts what it is given.
+#[derive(Debug, Default)]
+struct WitnessTaker {
+    witnesses: AtomicUsize,
+    evaluated: AtomicUsize,
+}
+
+impl ProverBackend for WitnessTaker {
+    fn name(&self) -> String {
+        "witness taker".into()
+    }
+
+    fn status(&self) -> BackendStatus {
+        CpuBackend.status()
+    }
+
+    fn takes_witness(&self) -> bool {
+        true
+    }
+
+    fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
+        let counter = match input.data {
+            PartitionData::Witness(_) => &self.witnesses,
+            _ => &self.evaluated,
+        };
+        counter.fetch_add(1, Ordering::SeqCst);
+        CpuBackend.prove_start(input)
+    }
+}
+
+/// Issue 13: with a backend that computes a, b, c itself, partitions are
+/// synthesised as their witness only, and the proofs (a, b, c then computed
+/// from the compiled R1CS) verify; with `witness_only` off they are
+/// synthesised in full.
+#[test]
+fn witness_only_partitions_go_to_backends_that_take_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for witness_only in [true, false] {
+        let taker = Arc::new(WitnessTaker::default());
+        let config = EngineConfig {
+            partition_workers: 2,
+            witness_only,
+            ..EngineConfig::default()
+        };
+        let engine = Engine::start(config, vec![taker.clone()], vec![synthetic(dir.path())]).unwrap();
+        let spec = spec(3, 41 + witness_only as u64);
+        let result = prove(&engine, &spec);
+        assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+        check_proof(dir.path(), &spec, &result.proof);
+        let (witnesses, evaluated) = (
+            taker.witnesses.load(Ordering::SeqCst),
+            taker.evaluated.load(Ordering::SeqCst),
+        );
+        if witness_only {
+            assert_eq!((witnesses, evaluated), (3, 0));
+        } else {
+            assert_eq!((witnesses, evaluated), (0, 3));
+        }
+        engine.shutdown(Duration::from_secs(5));
+    }
 }

@@ -4,12 +4,12 @@ use crate::spec::{SyntheticSpec, WitnessSource};
 use cuzk_core::plan::partition_bytes;
 use cuzk_core::shaped::ShapedCircuit;
 use cuzk_core::{
-    synthesize, Bls12, PlanError, Proof, ProofPlan, ProofRequest, ProvingAssignment, ProvingParameters,
-    Randomness, Scalar, SyntheticCircuit,
+    synthesize, Bls12, CompiledR1cs, PartitionData, PartitionWitness, PlanError, Proof, ProofPlan,
+    ProofRequest, ProvingAssignment, ProvingParameters, Randomness, Scalar, SyntheticCircuit,
 };
 use group::prime::PrimeCurveAffine;
 use rand::SeedableRng;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The plan of a synthetic request (registered proof
 /// [`crate::SYNTHETIC_REGISTERED_PROOF`]).
@@ -25,13 +25,30 @@ pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, PlanError>
 #[derive(Debug)]
 pub struct SyntheticPlan {
     spec: SyntheticSpec,
+    /// The circuit's compiled R1CS, recorded by the first witness-only
+    /// partition (every partition has the same constraint system).
+    r1cs: Mutex<Option<Arc<CompiledR1cs>>>,
 }
 
 impl SyntheticPlan {
     /// Checks `spec`'s bounds.
     pub fn new(spec: SyntheticSpec) -> Result<Self, PlanError> {
         spec.check()?;
-        Ok(Self { spec })
+        Ok(Self {
+            spec,
+            r1cs: Mutex::new(None),
+        })
+    }
+
+    fn compiled_r1cs(&self) -> Result<Arc<CompiledR1cs>, PlanError> {
+        let mut slot = self.r1cs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r1cs) = slot.as_ref() {
+            return Ok(Arc::clone(r1cs));
+        }
+        let r1cs =
+            Arc::new(CompiledR1cs::record(self.circuit(0)).map_err(|e| PlanError::Synthesis(e.to_string()))?);
+        *slot = Some(Arc::clone(&r1cs));
+        Ok(r1cs)
     }
 
     /// Constraints of each partition.
@@ -65,6 +82,20 @@ impl ProofPlan for SyntheticPlan {
     fn synthesize(&self, index: usize) -> Result<ProvingAssignment, PlanError> {
         let circuit = self.circuit(index);
         synthesize(circuit.clone(), circuit.size_hint()).map_err(|e| PlanError::Synthesis(e.to_string()))
+    }
+
+    /// One scalar per variable (about one per constraint), a quarter more
+    /// for the vectors' slack.
+    fn witness_bytes(&self) -> Option<u64> {
+        Some(self.spec.constraints as u64 * 32 * 5 / 4)
+    }
+
+    fn synthesize_witness(&self, index: usize) -> Result<PartitionData, PlanError> {
+        let r1cs = self.compiled_r1cs()?;
+        let witness = r1cs
+            .witness(self.circuit(index))
+            .map_err(|e| PlanError::Synthesis(e.to_string()))?;
+        Ok(PartitionData::Witness(PartitionWitness { r1cs, witness }))
     }
 
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {

@@ -110,10 +110,12 @@ struct cuzk_partition_t {
 };
 
 // Milliseconds of each step of the CUDA region, in the order they run.
+// abc and classify are the witness path's (zero on the host path): the
+// sparse products, and the MSM scalars' classification.
 struct cuzk_region_ms_t {
-    double upload, ntt, h_msm, l_msm, a_msm, b_g1_msm, b_g2_msm;
+    double upload, ntt, h_msm, l_msm, a_msm, b_g1_msm, b_g2_msm, abc, classify;
 };
-static_assert(sizeof(cuzk_region_ms_t) == 7 * 8, "region timings layout");
+static_assert(sizeof(cuzk_region_ms_t) == 9 * 8, "region timings layout");
 
 struct cuzk_partition_out_t {
     point_t h, l, a_aux, b_aux;    // Jacobian, blst_p1 layout
@@ -121,7 +123,7 @@ struct cuzk_partition_out_t {
     cuzk_region_ms_t ms;
 };
 #ifndef __CUDA_ARCH__
-static_assert(sizeof(cuzk_partition_out_t) == 4 * 144 + 288 + 7 * 8,
+static_assert(sizeof(cuzk_partition_out_t) == 4 * 144 + 288 + 9 * 8,
               "partition output layout");
 #endif
 
@@ -410,6 +412,8 @@ struct stopwatch_t {
     }
 };
 
+#include "r1cs.cuh"
+
 // ---- kernels ----
 
 // a = (a*b - c) * z_inv, the quotient by Z on the coset.
@@ -485,15 +489,17 @@ static void gather(const gpu_t& gpu, typename C::affine* out,
     CUDA_OK(cudaGetLastError());
 }
 
-// Pippenger over n device points and n canonical device scalars.
+// Pippenger over n device points and n device scalars, canonical or (mont)
+// in Montgomery form.
 template<class C>
 static typename C::point pippenger(const gpu_ptr_t<typename C::affine>& d_points,
-                                   const gpu_ptr_t<scalar_t>& d_scalars, size_t n)
+                                   const gpu_ptr_t<scalar_t>& d_scalars, size_t n,
+                                   bool mont)
 {
     msm_t<typename C::bucket, typename C::point, typename C::affine, scalar_t>
         msm{nullptr, n};
     typename C::point out;
-    RustError err = msm.invoke(out, d_points, n, d_scalars, false);
+    RustError err = msm.invoke(out, d_points, n, d_scalars, mont);
     if (err.code != cudaSuccess) {
         std::string why = err.message ? err.message : "MSM failed";
         std::free(err.message);
@@ -508,12 +514,16 @@ static typename C::point pippenger(const gpu_ptr_t<typename C::affine>& d_points
 // mode: the points go through a device buffer chunk by chunk). Device
 // memory: the bitmap, one window of gathered points, scalars and indices,
 // sppark's MSM temporaries and, streamed, one chunk.
+//
+// The plan is in host memory (canonical scalars), or, from the witness
+// path, in device memory (Montgomery scalars; resident sections only).
 template<class C>
 static typename C::point structured_msm(const gpu_t& gpu,
                                         const typename C::affine* section,
                                         bool streamed,
                                         const cuzk_msm_plan_t& plan,
-                                        const cuzk_tuning_t& tuning)
+                                        const cuzk_tuning_t& tuning,
+                                        bool plan_on_device = false)
 {
     typedef typename C::affine affine;
     typedef typename C::affine_mem affine_mem;
@@ -531,9 +541,21 @@ static typename C::point structured_msm(const gpu_t& gpu,
         window = std::max(window, std::max(2 * chunk, chunk + MIN_MSM));
     size_t cap = std::min(plan.nothers, window + MIN_MSM);
 
+    if (plan_on_device && streamed)
+        throw invalid("a device-side MSM plan needs resident sections");
+    // Copies of plan data into this MSM's buffers.
+    auto copy_in = [&](auto* dst, const auto* src, size_t count) {
+        if (plan_on_device)
+            CUDA_OK(cudaMemcpyAsync(dst, src, count * sizeof(*src),
+                                    cudaMemcpyDeviceToDevice, gpu[0]));
+        else
+            gpu[0].HtoD(dst, src, count);
+    };
     size_t words = ((plan.npoints + 1023) / 1024) * 32;
-    dev_ptr_t<uint32_t> d_bitmap{words, gpu[0]};
-    gpu[0].HtoD(&d_bitmap[0], plan.ones_bitmap, words);
+    dev_ptr_t<uint32_t> d_bitmap{plan_on_device ? 1 : words, gpu[0]};
+    if (!plan_on_device)
+        gpu[0].HtoD(&d_bitmap[0], plan.ones_bitmap, words);
+    const uint32_t* bitmap = plan_on_device ? plan.ones_bitmap : (const uint32_t*)&d_bitmap[0];
     auto d_index = device_alloc<uint32_t>(cap);
     auto d_others = device_alloc<affine>(cap);
     auto d_scalars = device_alloc<scalar_t>(cap);
@@ -543,9 +565,9 @@ static typename C::point structured_msm(const gpu_t& gpu,
     auto flush = [&]() {
         if (fill == 0)
             return;
-        gpu[0].HtoD((scalar_t*)d_scalars, plan.other_scalar + first, fill);
+        copy_in((scalar_t*)d_scalars, plan.other_scalar + first, fill);
         gpu[0].sync();
-        out.add(pippenger<C>(d_others, d_scalars, fill));
+        out.add(pippenger<C>(d_others, d_scalars, fill, plan_on_device));
         first += fill;
         fill = 0;
     };
@@ -553,13 +575,13 @@ static typename C::point structured_msm(const gpu_t& gpu,
     const affine* start = section + plan.offset;
     if (!streamed) {
         const affine_mem* points = reinterpret_cast<const affine_mem*>(start);
-        out.add(sum_of_ones<C>(gpu, points, plan.npoints, d_bitmap));
+        out.add(sum_of_ones<C>(gpu, points, plan.npoints, bitmap));
         // Balanced windows (each at least window/2 >= MIN_MSM points).
         size_t nwin = (plan.nothers + window - 1) / window;
         for (size_t w = 0; w < nwin; w++) {
             size_t end = plan.nothers * (w + 1) / nwin;
             fill = end - first;
-            gpu[0].HtoD((uint32_t*)d_index, plan.other_index + first, fill);
+            copy_in((uint32_t*)d_index, plan.other_index + first, fill);
             gather<C>(gpu, d_others, points, d_index, fill, 0);
             flush();
         }
@@ -690,6 +712,47 @@ extern "C" void cuzk_gpu_srs_drop(cuzk_gpu_srs_t* srs)
     }
 }
 
+// Evaluations over the domain -> coefficients (bit-reversed) -> evaluations
+// on the coset g*domain (natural order), in place on `work`.
+static void to_coset(stream_t& work, fr_t* d, uint32_t lg)
+{
+    typedef NTT::InputOutputOrder Order;
+    NTT::Base_dev_ptr(work, d, lg, Order::NR, NTT::Direction::inverse, NTT::Type::standard);
+    NTT::Base_dev_ptr(work, d, lg, Order::RN, NTT::Direction::forward, NTT::Type::coset);
+}
+
+// With a, b, c on the coset (device memory, 2^lg each): H's coefficients
+// in d_a by the quotient and an inverse coset NTT (ms.ntt), then the H MSM
+// (ms.h_msm).
+// d_a is sppark's device pointer type: its MSM then reads the scalars in
+// place (a raw pointer would be taken for host memory).
+static RustError quotient_and_h(const gpu_t& gpu, const cuzk_gpu_srs_t* srs,
+                                const affine_t* h_host, const gpu_ptr_t<fr_t>& d_a,
+                                const fr_t* d_b,
+                                const fr_t* d_c, uint32_t lg, const fr_t& z_inv,
+                                cuzk_partition_out_t* out, stopwatch_t& clock)
+{
+    size_t n = (size_t)1 << lg;
+    stream_t& work = gpu[0];
+    quotient_on_coset<<<gpu.sm_count() * 4, 256, 0, work>>>(d_a, d_b, d_c, z_inv, n);
+    CUDA_OK(cudaGetLastError());
+    NTT::Base_dev_ptr(work, d_a, lg, NTT::InputOutputOrder::NN,
+                      NTT::Direction::inverse, NTT::Type::coset);
+    work.sync();
+    out->ms.ntt = clock.lap();
+
+    msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n - 1};
+    // Device points: sppark's resident path; host points: its batched,
+    // double-buffered upload (scalars already on the device either way).
+    RustError err = srs->streamed
+        ? msm.invoke(out->h, h_host, n - 1, d_a, true)
+        : msm.invoke(out->h, srs->h, n - 1, d_a, true);
+    if (err.code != cudaSuccess)
+        return err;
+    out->ms.h_msm = clock.lap();
+    return RustError{cudaSuccess};
+}
+
 // The CUDA region of one partition: H by NTTs and its MSM, then the L, A,
 // B_G1 and B_G2 MSMs shaped by the witness. Device memory is released
 // before return.
@@ -722,7 +785,6 @@ CUZK_TRY
         stream_t& copy = gpu[1];
         stream_t& work = gpu[0];
         event_t landed[3];
-        typedef NTT::InputOutputOrder Order;
         {
             copy_team_t team(srs->stage && srs->stage->ok() ? stage_threads() : 1);
             for (int i = 0; i < 3; i++) {
@@ -733,34 +795,15 @@ CUZK_TRY
                                             (n - p->abc_len) * sizeof(fr_t), copy));
                 landed[i].record(copy);
                 landed[i].wait(work);
-                // Evaluations at the domain -> coefficients (bit-reversed)
-                // -> evaluations on the coset g*domain (natural order).
-                NTT::Base_dev_ptr(work, abc[i], p->lg_domain, Order::NR,
-                                  NTT::Direction::inverse, NTT::Type::standard);
-                NTT::Base_dev_ptr(work, abc[i], p->lg_domain, Order::RN,
-                                  NTT::Direction::forward, NTT::Type::coset);
+                to_coset(work, abc[i], p->lg_domain);
             }
         }
         copy.sync();
         out->ms.upload = clock.lap();
-
-        quotient_on_coset<<<gpu.sm_count() * 4, 256, 0, work>>>(
-            d_a, d_b, d_c, p->z_inv, n);
-        CUDA_OK(cudaGetLastError());
-        NTT::Base_dev_ptr(work, d_a, p->lg_domain, Order::NN,
-                          NTT::Direction::inverse, NTT::Type::coset);
-        work.sync();
-        out->ms.ntt = clock.lap();
-
-        msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n - 1};
-        // Device points: sppark's resident path; host points: its batched,
-        // double-buffered upload (scalars already on the device either way).
-        RustError err = streamed
-            ? msm.invoke(out->h, h_points, n - 1, d_a, true)
-            : msm.invoke(out->h, srs->h, n - 1, d_a, true);
+        RustError err = quotient_and_h(gpu, srs, h_points, d_a, d_b, d_c,
+                                       p->lg_domain, p->z_inv, out, clock);
         if (err.code != cudaSuccess)
             return err;
-        out->ms.h_msm = clock.lap();
     }
     const cuzk_tuning_t& tuning = p->tuning;
     out->l = structured_msm<g1_curve>(gpu, streamed ? host->l : (const affine_t*)srs->l,
@@ -775,6 +818,188 @@ CUZK_TRY
     out->b_g2 = structured_msm<g2_curve>(gpu, streamed ? host->b_g2 : (const affine2_t*)srs->b_g2,
                                          streamed, p->b_aux, tuning);
     out->ms.b_g2_msm = clock.lap();
+    gpu.sync();
+    return RustError{cudaSuccess};
+CUZK_CATCH
+}
+
+// ---- the compiled R1CS (cuda/r1cs.cuh) ----
+
+// Uploads a circuit's matrices, coefficients and aux densities; the handle
+// holds them until cuzk_gpu_r1cs_drop.
+extern "C" RustError cuzk_gpu_r1cs_create(const cuzk_r1cs_create_t* p,
+                                          cuzk_gpu_r1cs_t** out)
+{
+CUZK_TRY
+    set_device(p->device);
+    const gpu_t& gpu = select_gpu(p->device);
+    std::unique_ptr<cuzk_gpu_r1cs_t> r{new cuzk_gpu_r1cs_t{}};
+    r->device = p->device;
+    r->rows = p->rows;
+    r->num_inputs = p->num_inputs;
+    r->num_aux = p->num_aux;
+    r->a_aux_ones = p->a_aux_ones;
+    r->b_aux_ones = p->b_aux_ones;
+    size_t density_words = (p->num_aux + 63) / 64;
+    stager_t stage;
+    copy_team_t team(stage.ok() ? stage_threads() : 1);
+    cudaStream_t s = gpu[0];
+    for (int k = 0; k < 3; k++) {
+        r->row_starts[k] = device_alloc<uint32_t>(p->rows + 1);
+        r->entries[k] = device_alloc<r1cs_entry_t>(p->m[k].nnz);
+        upload(&stage, &team, (uint32_t*)r->row_starts[k], p->m[k].row_starts,
+               (p->rows + 1) * sizeof(uint32_t), s);
+        upload(&stage, &team, (r1cs_entry_t*)r->entries[k], p->m[k].entries,
+               p->m[k].nnz * sizeof(r1cs_entry_t), s);
+    }
+    r->coefficients = device_alloc<fr_t>(p->ncoefficients);
+    upload(&stage, &team, (fr_t*)r->coefficients, p->coefficients,
+           p->ncoefficients * sizeof(fr_t), s);
+    r->a_density = device_alloc<uint64_t>(density_words);
+    r->b_density = device_alloc<uint64_t>(density_words);
+    upload(&stage, &team, (uint64_t*)r->a_density, p->a_aux_density, density_words * 8, s);
+    upload(&stage, &team, (uint64_t*)r->b_density, p->b_aux_density, density_words * 8, s);
+    gpu[0].sync();
+    *out = r.release();
+    return RustError{cudaSuccess};
+CUZK_CATCH
+}
+
+extern "C" void cuzk_gpu_r1cs_drop(cuzk_gpu_r1cs_t* r)
+{
+    if (r) {
+        (void)cudaSetDevice(r->device);
+        delete r;
+    }
+}
+
+// d_abc[k] (2^lg each, zero beyond the rows) = matrix k times the witness.
+static void sparse_products(const gpu_t& gpu, const cuzk_gpu_r1cs_t* r,
+                            const fr_t* d_inputs, const fr_t* d_aux,
+                            fr_t* const d_abc[3], size_t n)
+{
+    for (int k = 0; k < 3; k++) {
+        if (r->rows < n)
+            CUDA_OK(cudaMemsetAsync(d_abc[k] + r->rows, 0,
+                                    (n - r->rows) * sizeof(fr_t), gpu[0]));
+        sparse_product<<<r1cs_blocks(gpu), R1CS_THREADS, 0, gpu[0]>>>(
+            d_abc[k], r->row_starts[k], r->entries[k], r->coefficients,
+            d_inputs, d_aux, r->rows);
+        CUDA_OK(cudaGetLastError());
+    }
+}
+
+// The witness to the device (inputs, then aux), staged through `srs`'s
+// pinned buffers.
+static void upload_witness(const gpu_t& gpu, const cuzk_gpu_srs_t* srs,
+                           const cuzk_gpu_r1cs_t* r, fr_t* d_inputs, fr_t* d_aux,
+                           const fr_t* inputs, const fr_t* aux)
+{
+    copy_team_t team(srs->stage && srs->stage->ok() ? stage_threads() : 1);
+    upload(srs->stage.get(), &team, d_inputs, inputs, r->num_inputs * sizeof(fr_t), gpu[0]);
+    upload(srs->stage.get(), &team, d_aux, aux, r->num_aux * sizeof(fr_t), gpu[0]);
+    gpu[0].sync();
+}
+
+// a, b, c of one witness back to the host (rows each): the GPU check of the
+// sparse products against the host's.
+extern "C" RustError cuzk_gpu_r1cs_evaluate(const cuzk_gpu_r1cs_t* r,
+                                            const fr_t* inputs, const fr_t* aux,
+                                            fr_t* a, fr_t* b, fr_t* c)
+{
+CUZK_TRY
+    set_device(r->device);
+    const gpu_t& gpu = select_gpu(r->device);
+    auto d_inputs = device_alloc<fr_t>(r->num_inputs);
+    auto d_aux = device_alloc<fr_t>(r->num_aux);
+    gpu[0].HtoD((fr_t*)d_inputs, inputs, r->num_inputs);
+    gpu[0].HtoD((fr_t*)d_aux, aux, r->num_aux);
+    gpu_ptr_t<fr_t> d[3] = {device_alloc<fr_t>(r->rows), device_alloc<fr_t>(r->rows),
+                            device_alloc<fr_t>(r->rows)};
+    fr_t* const abc[3] = {d[0], d[1], d[2]};
+    sparse_products(gpu, r, d_inputs, d_aux, abc, r->rows);
+    fr_t* host[3] = {a, b, c};
+    for (int k = 0; k < 3; k++)
+        gpu[0].DtoH(host[k], (const fr_t*)d[k], r->rows);
+    gpu[0].sync();
+    return RustError{cudaSuccess};
+CUZK_CATCH
+}
+
+// The CUDA region of one partition from its witness: the witness uploaded
+// (ms.upload), a, b, c by sparse products (ms.abc), H by NTTs and its MSM,
+// each MSM's scalars classified here (ms.classify), then the L, A, B_G1
+// and B_G2 MSMs. Other scalars too few for Pippenger come back in
+// small[0..3] (L, A, B) for the host. Resident sections only.
+extern "C" RustError cuzk_gpu_prove_witness(const cuzk_gpu_srs_t* srs,
+                                            const cuzk_gpu_r1cs_t* r,
+                                            const cuzk_witness_partition_t* p,
+                                            cuzk_small_others_t* small,
+                                            cuzk_partition_out_t* out)
+{
+CUZK_TRY
+    if (srs->device != r->device)
+        return RustError{cudaErrorInvalidValue, "parameters and R1CS on different devices"};
+    if (srs->streamed)
+        return RustError{cudaErrorInvalidValue, "the witness path needs resident parameters"};
+    set_device(srs->device);
+    const gpu_t& gpu = select_gpu(srs->device);
+    stopwatch_t clock;
+    size_t n = (size_t)1 << p->lg_domain;
+    if (r->rows > n || srs->nh + 1 != n)
+        return RustError{cudaErrorInvalidValue, "domain, R1CS and H section disagree"};
+    if (srs->nl != r->num_aux || p->a_offset + r->a_aux_ones > srs->na
+        || p->b_offset + r->b_aux_ones > srs->nb || p->b_offset + r->b_aux_ones > srs->nb2)
+        return RustError{cudaErrorInvalidValue, "R1CS and parameter sections disagree"};
+    auto d_inputs = device_alloc<fr_t>(r->num_inputs);
+    auto d_aux = device_alloc<fr_t>(r->num_aux);
+    upload_witness(gpu, srs, r, d_inputs, d_aux, p->inputs, p->aux);
+    out->ms.upload = clock.lap();
+    {
+        auto d_a = device_alloc<fr_t>(n);
+        auto d_b = device_alloc<fr_t>(n);
+        auto d_c = device_alloc<fr_t>(n);
+        fr_t* const abc[3] = {d_a, d_b, d_c};
+        sparse_products(gpu, r, d_inputs, d_aux, abc, n);
+        gpu[0].sync();
+        out->ms.abc = clock.lap();
+        for (int k = 0; k < 3; k++)
+            to_coset(gpu[0], abc[k], p->lg_domain);
+        RustError err = quotient_and_h(gpu, srs, nullptr, d_a, d_b, d_c,
+                                       p->lg_domain, p->z_inv, out, clock);
+        if (err.code != cudaSuccess)
+            return err;
+    }
+    const cuzk_tuning_t& tuning = p->tuning;
+    double classify_ms = 0;
+    {
+        device_plan_t l = classify(gpu, d_aux, r->num_aux);
+        take_small(gpu, l, small[0]);
+        classify_ms += clock.lap();
+        out->l = structured_msm<g1_curve>(gpu, (const affine_t*)srs->l, false,
+                                          l.view(0), tuning, true);
+        out->ms.l_msm = clock.lap();
+    }
+    {
+        device_plan_t a = classify_dense(gpu, d_aux, r->num_aux, r->a_density, r->a_aux_ones);
+        take_small(gpu, a, small[1]);
+        classify_ms += clock.lap();
+        out->a_aux = structured_msm<g1_curve>(gpu, (const affine_t*)srs->a, false,
+                                              a.view(p->a_offset), tuning, true);
+        out->ms.a_msm = clock.lap();
+    }
+    {
+        device_plan_t b = classify_dense(gpu, d_aux, r->num_aux, r->b_density, r->b_aux_ones);
+        take_small(gpu, b, small[2]);
+        classify_ms += clock.lap();
+        out->b_aux = structured_msm<g1_curve>(gpu, (const affine_t*)srs->b_g1, false,
+                                              b.view(p->b_offset), tuning, true);
+        out->ms.b_g1_msm = clock.lap();
+        out->b_g2 = structured_msm<g2_curve>(gpu, (const affine2_t*)srs->b_g2, false,
+                                             b.view(p->b_offset), tuning, true);
+        out->ms.b_g2_msm = clock.lap();
+    }
+    out->ms.classify = classify_ms;
     gpu.sync();
     return RustError{cudaSuccess};
 CUZK_CATCH

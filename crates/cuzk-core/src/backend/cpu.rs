@@ -2,7 +2,7 @@
 //! cores. It accepts every partition, so it is what other backends fall
 //! back to.
 
-use super::{BackendError, BackendKind, BackendStatus, PartitionData, ProverBackend, ProverInput};
+use super::{BackendError, BackendKind, BackendStatus, ProverBackend, ProverInput};
 use crate::assignment::ProvingAssignment;
 use crate::groth16::{
     input_msms, preflight, spawn_b_g2, MsmResults, MsmWitness, PendingProof, ProveError, ProveTimings,
@@ -34,11 +34,11 @@ impl ProverBackend for CpuBackend {
     }
 
     fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
-        match input.data {
-            PartitionData::Evaluated(assignment) => {
-                Ok(prove_start(assignment, &input.params, input.randomness)?)
-            }
-        }
+        // A witness-only partition gets its a, b, c here, on the host.
+        let (assignment, abc) = input.data.into_assignment()?;
+        let mut pending = prove_start(assignment, &input.params, input.randomness)?;
+        pending.timings.abc = abc;
+        Ok(pending)
     }
 }
 

@@ -13,13 +13,21 @@
 //! proves it on the CPU, B_G2 included).
 
 use super::{BackendError, BackendKind, BackendStatus, PartitionData, ProverBackend, ProverInput, Residency};
-use crate::groth16::{input_msms, preflight, spawn_b_g2, MsmResults, MsmWitness, PendingProof, ProveTimings};
-use crate::msm::{split_msm, MsmGroup, MsmSplit, G1, G2};
-use crate::params::ProvingParameters;
+use crate::domain::Domain;
+use crate::groth16::{
+    input_msms, preflight, spawn_b_g2, MsmResults, MsmWitness, PendingProof, ProveError, ProveTimings,
+};
+use crate::msm::{split_msm, MsmGroup, MsmSplit, ScalarVector, G1, G2};
+use crate::params::{CircuitCounts, ProvingParameters};
+use crate::r1cs::CompiledR1cs;
 use crate::sync::lock;
 use blstrs::Scalar;
-use cuzk_sys::gpu::{DeviceInfo, GpuSrs, HostPin, MsmPlan, PartitionInput, Sections};
+use cuzk_sys::gpu::{
+    DeviceInfo, GpuR1cs, GpuSrs, HostPin, MsmPlan, PartitionInput, Sections, SmallOthers, WitnessInput,
+    WitnessOutput,
+};
 use ff::{Field, PrimeField};
+use group::prime::PrimeCurveAffine;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
@@ -37,6 +45,9 @@ const GPU_MIN_MSM: usize = 1 << 12;
 
 #[derive(Debug)]
 struct Resident {
+    /// The compiled R1CS of the resident parameters' circuit, once a
+    /// witness-only partition brought it (watched, as the parameters are).
+    r1cs: Option<(Weak<CompiledR1cs>, Arc<GpuR1cs>)>,
     /// Streamed sections are read from these parameters' memory, so a
     /// streamed entry holds them (and their pins, dropped first) until the
     /// device moves to another circuit; a resident one only watches them.
@@ -118,9 +129,185 @@ impl ProverBackend for CudaBackend {
 
     /// Every MSM of the witness runs in the CUDA region, B G2 included;
     /// the "B G2 thread" the pending proof joins only adds the public
-    /// inputs' few G2 points.
+    /// inputs' few G2 points. A witness-only partition takes the witness
+    /// path (a, b, c and the scalar classification on the device) when the
+    /// parameters are resident and its compiled R1CS fits beside them;
+    /// otherwise the host computes a, b, c and the partition takes the
+    /// host path, which its timings say (`abc_on_device`).
+    fn takes_witness(&self) -> bool {
+        true
+    }
+
     fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
-        let PartitionData::Evaluated(assignment) = &input.data;
+        let input = match input.data {
+            PartitionData::Witness(_) => match self.prove_witness(input)? {
+                Witnessed::Proved(pending) => return Ok(pending),
+                Witnessed::HostPath(input, reason) => {
+                    tracing::debug!(
+                        device = self.ordinal,
+                        reason,
+                        "witness path not taken: a, b, c on the host"
+                    );
+                    input
+                }
+            },
+            _ => input,
+        };
+        let ProverInput {
+            data,
+            params,
+            randomness,
+        } = input;
+        let (assignment, abc) = data.into_assignment()?;
+        let mut pending = self.prove_evaluated(ProverInput::evaluated(assignment, &params, randomness))?;
+        pending.timings.abc = abc;
+        Ok(pending)
+    }
+}
+
+/// What the witness path did with a partition.
+enum Witnessed {
+    /// Proved on the device from its witness.
+    Proved(PendingProof),
+    /// Not taken (the reason, for the log): the host path proves the input.
+    HostPath(ProverInput, String),
+}
+
+impl CudaBackend {
+    /// The witness path: see [`ProverBackend::prove_start`].
+    fn prove_witness(&self, input: ProverInput) -> Result<Witnessed, BackendError> {
+        let PartitionData::Witness(data) = &input.data else {
+            return Ok(Witnessed::HostPath(input, "not a witness".into()));
+        };
+        let (r1cs, witness) = (&data.r1cs, &data.witness);
+        let params = &input.params;
+        if witness.inputs.len() != r1cs.num_inputs() || witness.aux.len() != r1cs.num_aux() {
+            return Err(ProveError::InvalidAssignment(format!(
+                "witness of {} inputs and {} aux, its R1CS has {} and {}",
+                witness.inputs.len(),
+                witness.aux.len(),
+                r1cs.num_inputs(),
+                r1cs.num_aux()
+            ))
+            .into());
+        }
+        let domain = Domain::for_size(r1cs.num_constraints())
+            .ok_or(ProveError::DomainTooLarge(r1cs.num_constraints()))?;
+        let (a_density, b_input_density, b_aux_density) = r1cs.densities();
+        params
+            .check_counts(&CircuitCounts {
+                inputs: r1cs.num_inputs(),
+                aux: r1cs.num_aux(),
+                domain: domain.size(),
+                a_aux: a_density.count_ones(),
+                b: b_input_density.count_ones() + b_aux_density.count_ones(),
+            })
+            .map_err(ProveError::from)?;
+        let vk = &params.vk;
+        if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+            return Err(ProveError::SubvertedParameters.into());
+        }
+        if domain.size() < GPU_MIN_DOMAIN {
+            let reason = format!(
+                "domain 2^{} is below the GPU minimum",
+                domain.size().trailing_zeros()
+            );
+            return Err(self.decline(reason, input));
+        }
+        let rs = input.randomness.draw();
+        let mut timings = ProveTimings {
+            abc_on_device: true,
+            ..ProveTimings::default()
+        };
+        let started = Instant::now();
+        let z_inv = z_inverse(domain.size());
+        let b_inputs = b_input_density.count_ones();
+        let region_input = WitnessInput {
+            inputs: &witness.inputs,
+            aux: &witness.aux,
+            lg_domain: domain.size().trailing_zeros(),
+            z_inv,
+            a_offset: r1cs.num_inputs(),
+            b_offset: b_inputs,
+            tuning: self.tuning,
+        };
+        timings.prepare = started.elapsed();
+
+        let waited = Instant::now();
+        let mut resident = lock(&self.lock);
+        timings.lock_wait = waited.elapsed();
+        let region = Instant::now();
+        let srs = match ensure_resident(self, &mut resident, params, domain.size(), self.residency) {
+            Ok(srs) => srs,
+            Err(reason) => {
+                drop(resident);
+                return Err(self.decline(reason, input));
+            }
+        };
+        if srs.is_streamed() {
+            drop(resident);
+            return Ok(Witnessed::HostPath(
+                input,
+                "parameters streamed from the host".into(),
+            ));
+        }
+        let gpu_r1cs = match ensure_r1cs(self, &mut resident, r1cs, domain.size()) {
+            Ok(gpu_r1cs) => gpu_r1cs,
+            Err(reason) => {
+                drop(resident);
+                return Ok(Witnessed::HostPath(input, reason));
+            }
+        };
+        let output = srs.prove_witness(&gpu_r1cs, &region_input);
+        drop(resident);
+        timings.gpu_region = region.elapsed();
+        let WitnessOutput { region: out, small } = match output {
+            Ok(output) => output,
+            Err(e) => return Err(self.decline(format!("CUDA error: {e}"), input)),
+        };
+        let t = out.timings;
+        timings.upload = t.upload;
+        timings.abc = t.abc;
+        timings.classify = t.classify;
+        timings.h_fft = t.ntt;
+        timings.h_msm = t.h_msm;
+        timings.l_msm = t.l_msm;
+        timings.a_msm = t.a_msm;
+        timings.b_g1_msm = t.b_g1_msm;
+        // The inputs' MSMs on the CPU read only the inputs and densities.
+        let msm_witness = Arc::new(MsmWitness {
+            inputs: ScalarVector::new(&witness.inputs),
+            aux: ScalarVector::new(&[]),
+            a_aux_density: a_density.clone(),
+            b_input_density: b_input_density.clone(),
+            b_aux_density: b_aux_density.clone(),
+        });
+        let [small_l, small_a, small_b] = &small;
+        let small_b2 = small_sum::<G2>(small_b, &params.b_g2[b_inputs..]);
+        let b_g2 = spawn_b_g2(params, &msm_witness, Some((out.b_g2 + small_b2, t.b_g2_msm)))?;
+        let (a_inputs, b_g1_inputs) = input_msms(params, &msm_witness);
+        let pending = PendingProof::from_msms(
+            params,
+            rs,
+            MsmResults {
+                h: out.h,
+                l: out.l + small_sum::<G1>(small_l, &params.l),
+                a: a_inputs + out.a_aux + small_sum::<G1>(small_a, &params.a[r1cs.num_inputs()..]),
+                b_g1: b_g1_inputs + out.b_aux + small_sum::<G1>(small_b, &params.b_g1[b_inputs..]),
+                b_g2,
+            },
+            timings,
+        );
+        Ok(Witnessed::Proved(pending))
+    }
+
+    /// The host path: a, b, c evaluated, the scalars classified on the CPU.
+    fn prove_evaluated(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
+        let PartitionData::Evaluated(assignment) = &input.data else {
+            return Err(
+                ProveError::InvalidAssignment("the host path needs an evaluated assignment".into()).into(),
+            );
+        };
         let params = &input.params;
         let (domain, rs) = preflight(assignment, params, input.randomness)?;
         if domain.size() < GPU_MIN_DOMAIN {
@@ -157,10 +344,7 @@ impl ProverBackend for CudaBackend {
         );
         timings.prepare = started.elapsed();
 
-        let g = Scalar::MULTIPLICATIVE_GENERATOR;
-        let z_inv = (g.pow_vartime([domain.size() as u64]) - Scalar::ONE)
-            .invert()
-            .unwrap();
+        let z_inv = z_inverse(domain.size());
         fn plan(split: &MsmSplit, offset: usize) -> MsmPlan<'_> {
             MsmPlan {
                 offset,
@@ -228,6 +412,82 @@ impl ProverBackend for CudaBackend {
             timings,
         ))
     }
+}
+
+/// 1 / (g^n - 1) for the domain of size n: the vanishing polynomial's
+/// inverse on the coset g*domain (never zero: g is not an n-th root of one).
+fn z_inverse(n: usize) -> Scalar {
+    let g = Scalar::MULTIPLICATIVE_GENERATOR;
+    (g.pow_vartime([n as u64]) - Scalar::ONE)
+        .invert()
+        .unwrap_or(Scalar::ZERO)
+}
+
+/// The "other" scalars the device handed back, summed on the CPU over
+/// their points in `section` (which starts at the MSM's first aux point).
+fn small_sum<G: MsmGroup>(small: &SmallOthers, section: &[G::Affine]) -> G::Projective {
+    let points: Vec<G::Affine> = small.index.iter().map(|&i| section[i as usize]).collect();
+    let bytes: Vec<u8> = small.scalars.iter().flat_map(|s| s.to_repr()).collect();
+    G::msm(&points, &bytes)
+}
+
+/// `r1cs` resident on `device` beside its parameters (which must already
+/// be, in `resident`): uploaded on first use, kept until the parameters
+/// are replaced. Err (the reason) when it and the witness path's working
+/// set do not fit in the free device memory.
+fn ensure_r1cs(
+    device: &CudaBackend,
+    resident: &mut Option<Resident>,
+    r1cs: &Arc<CompiledR1cs>,
+    domain: usize,
+) -> Result<Arc<GpuR1cs>, String> {
+    let entry = resident.as_mut().ok_or("no parameters resident")?;
+    if let Some((source, gpu)) = &entry.r1cs {
+        if source.upgrade().is_some_and(|s| Arc::ptr_eq(&s, r1cs)) {
+            return Ok(Arc::clone(gpu));
+        }
+    }
+    entry.r1cs = None;
+    let upload = r1cs.device_upload();
+    let need =
+        upload.device_bytes() + witness_working_set(r1cs.num_inputs(), r1cs.num_aux(), domain) + VRAM_SLACK;
+    let free = device.free_bytes();
+    if need > free {
+        return Err(format!(
+            "GPU {}: the compiled R1CS ({} MiB) and the witness path's working set need {} MiB, {} MiB free",
+            device.ordinal,
+            upload.device_bytes() >> 20,
+            need >> 20,
+            free >> 20
+        ));
+    }
+    let started = Instant::now();
+    let gpu = GpuR1cs::upload(device.ordinal, &upload)
+        .map_err(|e| format!("GPU {}: uploading the compiled R1CS: {e}", device.ordinal))?;
+    tracing::info!(
+        device = device.ordinal,
+        mib = gpu.bytes() >> 20,
+        constraints = r1cs.num_constraints(),
+        ms = started.elapsed().as_millis() as u64,
+        "compiled R1CS resident on the GPU"
+    );
+    let gpu = Arc::new(gpu);
+    entry.r1cs = Some((Arc::downgrade(r1cs), Arc::clone(&gpu)));
+    Ok(gpu)
+}
+
+/// Device bytes the witness path needs beyond the parameters and the
+/// R1CS: the witness; then the larger of a, b, c (through the H MSM) and
+/// the classification of one MSM's scalars (the density-selected copy,
+/// flags and prefix sums, the other scalars and their indices: 84 bytes an
+/// aux variable at most) with the largest MSM's window (as
+/// [`ensure_resident`] counts it); plus sppark's temporaries.
+fn witness_working_set(inputs: usize, aux: usize, domain: usize) -> u64 {
+    let witness = 32 * (inputs + aux) as u64;
+    let abc = 3 * domain as u64 * 32;
+    let g2_msm = (domain.min(1 << 23) as u64) * 228 + (3 << 29);
+    let classify = 84 * aux as u64 + g2_msm;
+    witness + abc.max(classify) + (1 << 30)
 }
 
 /// The parts of `split` too small for the GPU, summed on the CPU: the ones
@@ -361,6 +621,7 @@ fn ensure_resident(
             _pins: pins,
             _held: Some(Arc::clone(params)),
             params: Arc::downgrade(params),
+            r1cs: None,
         }
     } else {
         let srs = GpuSrs::upload(device.ordinal, sections)
@@ -375,6 +636,7 @@ fn ensure_resident(
             _pins: Vec::new(),
             _held: None,
             params: Arc::downgrade(params),
+            r1cs: None,
         }
     };
     let srs = Arc::clone(&entry.srs);

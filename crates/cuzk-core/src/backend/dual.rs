@@ -44,6 +44,7 @@ impl ProverBackend for Dual {
         let copy = ProverInput {
             data: match &input.data {
                 PartitionData::Evaluated(assignment) => PartitionData::Evaluated(assignment.clone()),
+                PartitionData::Witness(witness) => PartitionData::Witness(witness.clone()),
             },
             params: Arc::clone(&input.params),
             randomness: fixed,

@@ -41,6 +41,11 @@ impl ProverBackend for Fallback {
         self.primary.status()
     }
 
+    /// The primary's: what it declines, the secondary takes in any form.
+    fn takes_witness(&self) -> bool {
+        self.primary.takes_witness()
+    }
+
     fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
         match self.primary.prove_start(input) {
             Err(BackendError::Declined {

@@ -26,17 +26,31 @@ pub use fallback::Fallback;
 
 use crate::groth16::{PendingProof, ProveError, Randomness};
 use crate::params::ProvingParameters;
+use crate::r1cs::{CompiledR1cs, Witness};
 use crate::ProvingAssignment;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// What a partition brings to the prover. Non-exhaustive: a witness-only
-/// variant (a, b, c computed on the device from a compiled R1CS) comes
-/// next, and a backend declines variants it cannot prove.
+/// What a partition brings to the prover. Non-exhaustive: a backend
+/// declines variants it cannot prove.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum PartitionData {
     /// Synthesised on the host: a, b, c evaluated, plus the assignments.
     Evaluated(ProvingAssignment),
+    /// Only the witness, with its circuit's compiled R1CS: the backend
+    /// computes a, b, c (the CUDA backend on the device, where the R1CS is
+    /// resident; otherwise on the host, see [`PartitionData::into_assignment`]).
+    Witness(PartitionWitness),
+}
+
+/// A partition's witness and the compiled R1CS of its circuit.
+#[derive(Debug, Clone)]
+pub struct PartitionWitness {
+    /// The circuit's matrices (shared by every partition of the circuit).
+    pub r1cs: Arc<CompiledR1cs>,
+    /// The partition's variable values.
+    pub witness: Witness,
 }
 
 impl PartitionData {
@@ -44,6 +58,31 @@ impl PartitionData {
     pub fn num_constraints(&self) -> usize {
         match self {
             PartitionData::Evaluated(assignment) => assignment.num_constraints(),
+            PartitionData::Witness(w) => w.r1cs.num_constraints(),
+        }
+    }
+
+    /// Host bytes the partition holds (the compiled R1CS, shared and
+    /// accounted for apart, not included).
+    pub fn heap_bytes(&self) -> u64 {
+        match self {
+            PartitionData::Evaluated(assignment) => assignment.heap_bytes(),
+            PartitionData::Witness(w) => w.witness.heap_bytes(),
+        }
+    }
+
+    /// The evaluated assignment: as it is, or with a, b, c computed on the
+    /// host from the witness (in parallel over rows), with the time that took.
+    pub fn into_assignment(self) -> Result<(ProvingAssignment, Duration), ProveError> {
+        match self {
+            PartitionData::Evaluated(assignment) => Ok((assignment, Duration::ZERO)),
+            PartitionData::Witness(PartitionWitness { r1cs, witness }) => {
+                let started = Instant::now();
+                let assignment = r1cs
+                    .assign(witness)
+                    .map_err(|e| ProveError::InvalidAssignment(e.to_string()))?;
+                Ok((assignment, started.elapsed()))
+            }
         }
     }
 }
@@ -127,6 +166,14 @@ pub trait ProverBackend: Send + Sync + std::fmt::Debug {
     /// Starts a partition's proof: everything but the B G2 join and the
     /// epilogue, which [`crate::finish`] runs (off the prover worker).
     fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError>;
+    /// Whether witness-only partitions ([`PartitionData::Witness`]) are
+    /// what this backend wants: it computes a, b, c where that is cheaper
+    /// than the host (the GPU). Every backend accepts them; one that
+    /// answers false computes a, b, c on the host, at once, so the engine
+    /// synthesises in full for it.
+    fn takes_witness(&self) -> bool {
+        false
+    }
 }
 
 /// `prove_start` then `finish` on `backend`, for callers that do not

@@ -7,8 +7,21 @@ use crate::sched::ReadyItem;
 use crate::state::{finalize, lock, Shared};
 use crate::timeline;
 use cuzk_core::{BackendError, ProverInput};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::Instant;
+
+/// Where a partition's a, b, c were computed: "device" (the witness path),
+/// "host" (from its witness, in the backend) or "synthesis" (synthesised
+/// in full).
+fn abc_path(t: &cuzk_core::ProveTimings) -> &'static str {
+    if t.abc_on_device {
+        "device"
+    } else if !t.abc.is_zero() {
+        "host"
+    } else {
+        "synthesis"
+    }
+}
 
 /// Proves partitions on backend `device` until the hand-off closes.
 pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc::Sender<FinishItem>) {
@@ -17,7 +30,7 @@ pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc:
         let ReadyItem {
             job,
             partition,
-            assignment,
+            data,
             params,
             permit,
             queued_at,
@@ -35,7 +48,11 @@ pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc:
         *lock(&shared.devices[device].current) = Some((job.id.clone(), job.kind));
         timeline::event("prover_start", &job.id, partition, name);
         let started = Instant::now();
-        let input = ProverInput::evaluated(assignment, &params, job.plan.randomness(partition));
+        let input = ProverInput {
+            data,
+            params: Arc::clone(&params),
+            randomness: job.plan.randomness(partition),
+        };
         let pending = guarded("prove_start", || {
             backend.prove_start(input).map_err(|e| match e {
                 // The engine is given backends that take every partition
@@ -66,10 +83,13 @@ pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc:
                     partition,
                     name,
                     &format!(
-                        "lock_wait_ms={} gpu_ms={} upload_ms={} ntt_ms={} h_msm_ms={}",
+                        "lock_wait_ms={} gpu_ms={} upload_ms={} abc={} abc_ms={} classify_ms={} ntt_ms={} h_msm_ms={}",
                         t.lock_wait.as_millis(),
                         t.gpu_region.as_millis(),
                         t.upload.as_millis(),
+                        abc_path(t),
+                        t.abc.as_millis(),
+                        t.classify.as_millis(),
                         t.h_fft.as_millis(),
                         t.h_msm.as_millis()
                     ),

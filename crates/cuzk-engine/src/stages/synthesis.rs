@@ -5,6 +5,7 @@ use crate::job::JobStatus;
 use crate::sched::ReadyItem;
 use crate::state::{finalize, Shared};
 use crate::timeline;
+use cuzk_core::PartitionData;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -27,7 +28,12 @@ pub(crate) fn worker(shared: &Shared, name: &str) {
         timeline::event("synthesis_start", &job.id, item.partition, name);
         let started = Instant::now();
         let synthesized = guarded("synthesis", || {
-            job.plan.synthesize(item.partition).map_err(|e| e.to_string())
+            if job.witness_only {
+                job.plan.synthesize_witness(item.partition)
+            } else {
+                job.plan.synthesize(item.partition).map(PartitionData::Evaluated)
+            }
+            .map_err(|e| e.to_string())
         });
         let took = started.elapsed();
         timeline::event("synthesis_end", &job.id, item.partition, name);
@@ -37,8 +43,8 @@ pub(crate) fn worker(shared: &Shared, name: &str) {
             .with_label_values(&["synthesis"])
             .observe(took.as_secs_f64());
         job.add_synthesis(took);
-        let assignment = match synthesized {
-            Ok(assignment) => assignment,
+        let data = match synthesized {
+            Ok(data) => data,
             Err(e) => {
                 let error = format!("partition {} synthesis failed: {e}", item.partition);
                 finalize(shared, &job, JobStatus::Failed, Vec::new(), error);
@@ -48,7 +54,7 @@ pub(crate) fn worker(shared: &Shared, name: &str) {
         // The memory budget is only as good as the plans' estimates: a
         // partition that holds more than it was granted fails its job
         // rather than overrun the budget (a plan bug, reported as such).
-        let held = assignment.heap_bytes();
+        let held = data.heap_bytes();
         if held > permit.bytes() {
             let error = format!(
                 "partition {} holds {} MiB after synthesis, more than the {} MiB its plan budgeted \
@@ -69,7 +75,7 @@ pub(crate) fn worker(shared: &Shared, name: &str) {
             rank: item.rank,
             job: Arc::clone(&job),
             partition: item.partition,
-            assignment,
+            data,
             params: Arc::clone(srs.params()),
             permit,
             queued_at: Instant::now(),

@@ -3,7 +3,10 @@
 //! named in its doc comment, field for field; the arguments were checked by
 //! the caller (`gpu/mod.rs`) before they get here.
 
-use super::{DeviceInfo, GpuError, MsmPlan, PartitionInput, PartitionOutput, RegionTimings, Sections};
+use super::{
+    DeviceInfo, GpuError, MsmPlan, PartitionInput, PartitionOutput, R1csEntry, R1csUpload, RegionTimings,
+    Sections, SmallOthers, WitnessInput, WitnessOutput, MIN_DEVICE_MSM,
+};
 use crate::curve::{blst_affines, projective, BlstCurve};
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
 use blstrs::{G1Affine, G2Affine, Scalar};
@@ -103,6 +106,8 @@ struct RegionMsC {
     a_msm: f64,
     b_g1_msm: f64,
     b_g2_msm: f64,
+    abc: f64,
+    classify: f64,
 }
 
 impl RegionMsC {
@@ -118,6 +123,8 @@ impl RegionMsC {
             a_msm: d(self.a_msm),
             b_g1_msm: d(self.b_g1_msm),
             b_g2_msm: d(self.b_g2_msm),
+            abc: d(self.abc),
+            classify: d(self.classify),
         }
     }
 }
@@ -137,8 +144,53 @@ struct PartitionOutC {
 // The C side static_asserts the same sizes (cuzk_gpu.cu).
 const _: () = assert!(std::mem::size_of::<blst_p1>() == 144);
 const _: () = assert!(std::mem::size_of::<blst_p2>() == 288);
-const _: () = assert!(std::mem::size_of::<RegionMsC>() == 7 * 8);
-const _: () = assert!(std::mem::size_of::<PartitionOutC>() == 4 * 144 + 288 + 7 * 8);
+const _: () = assert!(std::mem::size_of::<RegionMsC>() == 9 * 8);
+const _: () = assert!(std::mem::size_of::<PartitionOutC>() == 4 * 144 + 288 + 9 * 8);
+const _: () = assert!(std::mem::size_of::<R1csEntry>() == 8);
+
+/// cuzk_r1cs_matrix_t.
+#[repr(C)]
+struct R1csMatrixC {
+    row_starts: *const u32,
+    entries: *const R1csEntry,
+    nnz: usize,
+}
+
+/// cuzk_r1cs_create_t.
+#[repr(C)]
+struct R1csCreateC {
+    device: i32,
+    rows: usize,
+    m: [R1csMatrixC; 3],
+    coefficients: *const Scalar,
+    ncoefficients: usize,
+    num_inputs: usize,
+    num_aux: usize,
+    a_aux_density: *const u64,
+    b_aux_density: *const u64,
+    a_aux_ones: usize,
+    b_aux_ones: usize,
+}
+
+/// cuzk_witness_partition_t.
+#[repr(C)]
+struct WitnessPartitionC {
+    inputs: *const Scalar,
+    aux: *const Scalar,
+    lg_domain: u32,
+    z_inv: Scalar,
+    a_offset: usize,
+    b_offset: usize,
+    tuning: TuningC,
+}
+
+/// cuzk_small_others_t.
+#[repr(C)]
+struct SmallOthersC {
+    index: *mut u32,
+    scalar: *mut Scalar,
+    count: usize,
+}
 const _: () = assert!(std::mem::size_of::<G2Affine>() == 192);
 
 /// `cuzk_device_info_t`.
@@ -173,6 +225,23 @@ extern "C" {
         srs: *const c_void,
         host: *const HostSectionsC,
         p: *const PartitionC,
+        out: *mut PartitionOutC,
+    ) -> sppark::Error;
+    fn cuzk_gpu_r1cs_create(params: *const R1csCreateC, out: *mut *mut c_void) -> sppark::Error;
+    fn cuzk_gpu_r1cs_drop(r1cs: *mut c_void);
+    fn cuzk_gpu_r1cs_evaluate(
+        r1cs: *const c_void,
+        inputs: *const Scalar,
+        aux: *const Scalar,
+        a: *mut Scalar,
+        b: *mut Scalar,
+        c: *mut Scalar,
+    ) -> sppark::Error;
+    fn cuzk_gpu_prove_witness(
+        srs: *const c_void,
+        r1cs: *const c_void,
+        p: *const WitnessPartitionC,
+        small: *mut SmallOthersC,
         out: *mut PartitionOutC,
     ) -> sppark::Error;
     fn cuzk_gpu_msm_g1(
@@ -293,6 +362,134 @@ impl Srs {
             b_g2: projective::<G2Affine>(out.b_g2),
             timings: out.ms.timings(),
         })
+    }
+}
+
+impl Srs {
+    pub(super) fn prove_witness(
+        &self,
+        r1cs: &R1cs,
+        input: &WitnessInput<'_>,
+    ) -> Result<WitnessOutput, GpuError> {
+        let c_input = WitnessPartitionC {
+            inputs: input.inputs.as_ptr(),
+            aux: input.aux.as_ptr(),
+            lg_domain: input.lg_domain,
+            z_inv: input.z_inv,
+            a_offset: input.a_offset,
+            b_offset: input.b_offset,
+            tuning: TuningC {
+                stream_chunk: input.tuning.stream_chunk,
+                msm_window: input.tuning.msm_window,
+            },
+        };
+        let mut buffers: [(Vec<u32>, Vec<Scalar>); 3] = std::array::from_fn(|_| {
+            (
+                vec![0u32; MIN_DEVICE_MSM],
+                vec![Scalar::from(0u64); MIN_DEVICE_MSM],
+            )
+        });
+        let mut small: Vec<SmallOthersC> = buffers
+            .iter_mut()
+            .map(|(index, scalar)| SmallOthersC {
+                index: index.as_mut_ptr(),
+                scalar: scalar.as_mut_ptr(),
+                count: 0,
+            })
+            .collect();
+        let mut out = PartitionOutC::default();
+        // SAFETY: the witness slices were checked against the R1CS's shape
+        // by the caller and outlive the call; each small buffer holds
+        // MIN_DEVICE_MSM entries, the most the device writes.
+        check(unsafe {
+            cuzk_gpu_prove_witness(self.handle, r1cs.handle, &c_input, small.as_mut_ptr(), &mut out)
+        })?;
+        let counts: Vec<usize> = small.iter().map(|s| s.count.min(MIN_DEVICE_MSM)).collect();
+        let small = std::array::from_fn(|k| {
+            let (mut index, mut scalars) = std::mem::take(&mut buffers[k]);
+            index.truncate(counts[k]);
+            scalars.truncate(counts[k]);
+            SmallOthers { index, scalars }
+        });
+        Ok(WitnessOutput {
+            region: PartitionOutput {
+                h: projective::<G1Affine>(out.h),
+                l: projective::<G1Affine>(out.l),
+                a_aux: projective::<G1Affine>(out.a_aux),
+                b_aux: projective::<G1Affine>(out.b_aux),
+                b_g2: projective::<G2Affine>(out.b_g2),
+                timings: out.ms.timings(),
+            },
+            small,
+        })
+    }
+}
+
+/// A compiled R1CS on one device (cuzk_gpu_r1cs_t).
+#[derive(Debug)]
+pub(super) struct R1cs {
+    handle: *mut c_void,
+}
+
+// SAFETY: as for Srs: used under the caller's device lock, no thread affinity.
+unsafe impl Send for R1cs {}
+unsafe impl Sync for R1cs {}
+
+impl R1cs {
+    pub(super) fn create(device: i32, upload: &R1csUpload<'_>) -> Result<Self, GpuError> {
+        let matrix = |k: usize| R1csMatrixC {
+            row_starts: upload.matrices[k].row_starts.as_ptr(),
+            entries: upload.matrices[k].entries.as_ptr(),
+            nnz: upload.matrices[k].entries.len(),
+        };
+        let params = R1csCreateC {
+            device,
+            rows: upload.matrices[0].row_starts.len() - 1,
+            m: [matrix(0), matrix(1), matrix(2)],
+            coefficients: upload.coefficients.as_ptr(),
+            ncoefficients: upload.coefficients.len(),
+            num_inputs: upload.num_inputs,
+            num_aux: upload.num_aux,
+            a_aux_density: upload.a_aux_density.0.as_ptr(),
+            b_aux_density: upload.b_aux_density.0.as_ptr(),
+            a_aux_ones: upload.a_aux_density.1,
+            b_aux_ones: upload.b_aux_density.1,
+        };
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: the caller checked the upload (R1csUpload::check): every
+        // slice is as long as the lengths passed say; nothing is kept.
+        check(unsafe { cuzk_gpu_r1cs_create(&params, &mut handle) })?;
+        Ok(Self { handle })
+    }
+
+    pub(super) fn evaluate(
+        &self,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        rows: usize,
+    ) -> Result<[Vec<Scalar>; 3], GpuError> {
+        let mut out: [Vec<Scalar>; 3] = std::array::from_fn(|_| vec![Scalar::from(0u64); rows]);
+        let [a, b, c] = &mut out;
+        // SAFETY: the witness has the R1CS's shape (checked by the caller);
+        // each output holds `rows` scalars, what the device writes.
+        check(unsafe {
+            cuzk_gpu_r1cs_evaluate(
+                self.handle,
+                inputs.as_ptr(),
+                aux.as_ptr(),
+                a.as_mut_ptr(),
+                b.as_mut_ptr(),
+                c.as_mut_ptr(),
+            )
+        })?;
+        Ok(out)
+    }
+}
+
+impl Drop for R1cs {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from cuzk_gpu_r1cs_create and is dropped once.
+        unsafe { cuzk_gpu_r1cs_drop(self.handle) }
     }
 }
 

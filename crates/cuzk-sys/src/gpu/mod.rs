@@ -138,6 +138,12 @@ pub struct RegionTimings {
     pub b_g1_msm: Duration,
     /// B_G2 MSM (aux part).
     pub b_g2_msm: Duration,
+    /// Witness path: a, b, c by sparse products on the device (zero when
+    /// the host computed them).
+    pub abc: Duration,
+    /// Witness path: classifying the MSM scalars on the device (zero when
+    /// the host did).
+    pub classify: Duration,
 }
 
 /// Results of the CUDA region and how long each step took.
@@ -391,4 +397,251 @@ pub fn ntt(device: usize, values: &mut [Scalar], inverse: bool, coset: bool) -> 
         )));
     }
     backend::ntt(device_ordinal(device)?, values, inverse, coset)
+}
+
+// ---------------------------------------------------------------- the compiled R1CS
+
+/// Marks an input variable in [`R1csEntry::variable`]; aux indices use the
+/// other 31 bits.
+pub const R1CS_INPUT_BIT: u32 = 1 << 31;
+
+/// MSMs of fewer "other" scalars than this are not run on the device: the
+/// witness path hands them back ([`WitnessOutput::small`]) for the host.
+/// Equal to the device code's `MIN_MSM`.
+pub const MIN_DEVICE_MSM: usize = 1 << 12;
+
+/// One nonzero of a compiled R1CS matrix, in the layout the device reads:
+/// the variable (an aux index, or an input index with [`R1CS_INPUT_BIT`])
+/// and the id of its coefficient (ids 0 and 1 are one and minus one).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct R1csEntry {
+    /// Aux index, or input index with [`R1CS_INPUT_BIT`] set.
+    pub variable: u32,
+    /// Index into the coefficient table.
+    pub coefficient: u32,
+}
+
+/// One matrix in compressed sparse row form.
+#[derive(Clone, Copy, Debug)]
+pub struct R1csMatrix<'a> {
+    /// Row `r`'s entries are `entries[row_starts[r]..row_starts[r + 1]]`.
+    pub row_starts: &'a [u32],
+    /// The nonzeros, row by row.
+    pub entries: &'a [R1csEntry],
+}
+
+/// A compiled R1CS as the device takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct R1csUpload<'a> {
+    /// A, B and C.
+    pub matrices: [R1csMatrix<'a>; 3],
+    /// Distinct coefficients (Montgomery form, as blstrs holds them); ids 0
+    /// and 1 must be one and minus one.
+    pub coefficients: &'a [Scalar],
+    /// Inputs, the constant one included.
+    pub num_inputs: usize,
+    /// Aux variables.
+    pub num_aux: usize,
+    /// Aux variables in A (bit `i` of word `i / 64`), and their count.
+    pub a_aux_density: (&'a [u64], usize),
+    /// Aux variables in B, and their count.
+    pub b_aux_density: (&'a [u64], usize),
+}
+
+impl R1csUpload<'_> {
+    /// Device bytes the upload occupies.
+    pub fn device_bytes(&self) -> u64 {
+        let rows = self.matrices[0].row_starts.len() as u64;
+        let nnz: u64 = self.matrices.iter().map(|m| m.entries.len() as u64).sum();
+        let density_words = self.num_aux.div_ceil(64) as u64;
+        3 * rows * 4 + nnz * 8 + self.coefficients.len() as u64 * 32 + 2 * density_words * 8
+    }
+
+    /// Checks everything the kernels index by: without it a malformed
+    /// matrix would read out of bounds on the device.
+    fn check(&self) -> Result<(), GpuError> {
+        let bad = |m: String| Err(GpuError::Invalid(format!("R1CS: {m}")));
+        let rows = self.matrices[0].row_starts.len();
+        if rows == 0 || u32::try_from(rows).is_err() {
+            return bad(format!("{rows} row offsets"));
+        }
+        if self.num_aux >= R1CS_INPUT_BIT as usize || self.num_inputs >= R1CS_INPUT_BIT as usize {
+            return bad("too many variables".into());
+        }
+        if self.coefficients.len() < 2 {
+            return bad("no one and minus one in the coefficient table".into());
+        }
+        let words = self.num_aux.div_ceil(64);
+        for (name, (bits, ones)) in [("A", self.a_aux_density), ("B", self.b_aux_density)] {
+            if bits.len() < words {
+                return bad(format!("{name} density has {} words, needs {words}", bits.len()));
+            }
+            if ones > self.num_aux {
+                return bad(format!(
+                    "{name} density counts {ones} of {} variables",
+                    self.num_aux
+                ));
+            }
+        }
+        for (name, m) in ["A", "B", "C"].iter().zip(&self.matrices) {
+            if m.row_starts.len() != rows {
+                return bad(format!("{name} has {} row offsets, A {rows}", m.row_starts.len()));
+            }
+            let ascending = m.row_starts.windows(2).all(|w| w[0] <= w[1]);
+            if m.row_starts[0] != 0 || !ascending || m.row_starts[rows - 1] as usize != m.entries.len() {
+                return bad(format!(
+                    "{name}'s row offsets do not ascend from 0 to its nonzeros"
+                ));
+            }
+            let valid = |e: &R1csEntry| {
+                let index = (e.variable & !R1CS_INPUT_BIT) as usize;
+                let bound = if e.variable & R1CS_INPUT_BIT != 0 {
+                    self.num_inputs
+                } else {
+                    self.num_aux
+                };
+                index < bound && (e.coefficient as usize) < self.coefficients.len()
+            };
+            if !m.entries.iter().all(valid) {
+                return bad(format!("{name} has a variable or coefficient out of range"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A compiled R1CS resident on one device, for the witness path
+/// ([`GpuSrs::prove_witness`]). Freed on drop.
+#[derive(Debug)]
+pub struct GpuR1cs {
+    r1cs: backend::R1cs,
+    device: usize,
+    rows: usize,
+    num_inputs: usize,
+    num_aux: usize,
+    a_aux_ones: usize,
+    b_aux_ones: usize,
+    bytes: u64,
+}
+
+impl GpuR1cs {
+    /// Checks and uploads `upload` to `device`.
+    pub fn upload(device: usize, upload: &R1csUpload<'_>) -> Result<Self, GpuError> {
+        upload.check()?;
+        let r1cs = backend::R1cs::create(device_ordinal(device)?, upload)?;
+        Ok(Self {
+            r1cs,
+            device,
+            rows: upload.matrices[0].row_starts.len() - 1,
+            num_inputs: upload.num_inputs,
+            num_aux: upload.num_aux,
+            a_aux_ones: upload.a_aux_density.1,
+            b_aux_ones: upload.b_aux_density.1,
+            bytes: upload.device_bytes(),
+        })
+    }
+
+    /// Device bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The device it lives on.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+
+    /// a, b, c of a witness, computed on the device and copied back (the
+    /// check of the device's sparse products against the host's).
+    pub fn evaluate(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<[Vec<Scalar>; 3], GpuError> {
+        self.check_witness(inputs, aux)?;
+        self.r1cs.evaluate(inputs, aux, self.rows)
+    }
+
+    fn check_witness(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<(), GpuError> {
+        if inputs.len() != self.num_inputs || aux.len() != self.num_aux {
+            return Err(GpuError::Invalid(format!(
+                "witness of {} inputs and {} aux, the R1CS has {} and {}",
+                inputs.len(),
+                aux.len(),
+                self.num_inputs,
+                self.num_aux
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One partition for the witness path.
+#[derive(Debug, Clone, Copy)]
+pub struct WitnessInput<'a> {
+    /// Inputs (the constant one first), Montgomery.
+    pub inputs: &'a [Scalar],
+    /// Aux variables, Montgomery.
+    pub aux: &'a [Scalar],
+    /// log2 of the FFT domain.
+    pub lg_domain: u32,
+    /// 1 / (g^n - 1).
+    pub z_inv: Scalar,
+    /// First aux point of the A section (the number of inputs).
+    pub a_offset: usize,
+    /// First aux point of both B sections (the inputs B uses).
+    pub b_offset: usize,
+    /// Size overrides for the checks.
+    pub tuning: Tuning,
+}
+
+/// "Other" scalars of one MSM too few for the device (under
+/// [`MIN_DEVICE_MSM`]): their point indices (within the MSM's aux points)
+/// and values, for the host to sum.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SmallOthers {
+    /// Point indices, ascending.
+    pub index: Vec<u32>,
+    /// Their scalars.
+    pub scalars: Vec<Scalar>,
+}
+
+/// Results of the witness path's CUDA region.
+#[derive(Debug, Clone)]
+pub struct WitnessOutput {
+    /// The MSMs (without the small parts) and the step times.
+    pub region: PartitionOutput,
+    /// Small parts of L, A and B (B's serve B_G1 and B_G2).
+    pub small: [SmallOthers; 3],
+}
+
+impl GpuSrs {
+    /// The CUDA region from the witness alone: a, b, c by `r1cs`'s sparse
+    /// products, the MSM scalars classified, all on the device. Resident
+    /// sections only, on the R1CS's device.
+    pub fn prove_witness(&self, r1cs: &GpuR1cs, input: &WitnessInput<'_>) -> Result<WitnessOutput, GpuError> {
+        if self.streamed || r1cs.device != self.device {
+            return Err(GpuError::Invalid(
+                "the witness path needs resident parameters on the R1CS's device".into(),
+            ));
+        }
+        r1cs.check_witness(input.inputs, input.aux)?;
+        let n = 1usize.checked_shl(input.lg_domain).unwrap_or(0);
+        if n == 0 || input.lg_domain > 31 || r1cs.rows > n || self.lens[0] + 1 != n {
+            return Err(GpuError::Invalid(format!(
+                "domain 2^{} for {} constraints and an H section of {} points",
+                input.lg_domain, r1cs.rows, self.lens[0]
+            )));
+        }
+        let [_, l, a, b_g1, b_g2] = self.lens;
+        if l != r1cs.num_aux
+            || input.a_offset + r1cs.a_aux_ones > a
+            || input.b_offset + r1cs.b_aux_ones > b_g1.min(b_g2)
+        {
+            return Err(GpuError::Invalid(format!(
+                "sections {:?} do not fit an R1CS of {} aux ({} in A, {} in B)",
+                self.lens, r1cs.num_aux, r1cs.a_aux_ones, r1cs.b_aux_ones
+            )));
+        }
+        let output = self.srs.prove_witness(&r1cs.r1cs, input)?;
+        faults::after_region()?;
+        Ok(output)
+    }
 }

@@ -3,7 +3,9 @@
 //! so a `GpuSrs` or `HostPin` cannot exist in this build.
 #![deny(unsafe_code)]
 
-use super::{DeviceInfo, GpuError, PartitionInput, PartitionOutput, Sections};
+use super::{
+    DeviceInfo, GpuError, PartitionInput, PartitionOutput, R1csUpload, Sections, WitnessInput, WitnessOutput,
+};
 use crate::curve::BlstCurve;
 use blstrs::Scalar;
 
@@ -29,6 +31,35 @@ impl Srs {
         _sections: &Sections<'_>,
         _input: &PartitionInput<'_>,
     ) -> Result<PartitionOutput, GpuError> {
+        match *self {}
+    }
+}
+
+impl Srs {
+    pub(super) fn prove_witness(
+        &self,
+        _r1cs: &R1cs,
+        _input: &WitnessInput<'_>,
+    ) -> Result<WitnessOutput, GpuError> {
+        match *self {}
+    }
+}
+
+/// Never made: [`R1cs::create`] always fails.
+#[derive(Debug)]
+pub(super) enum R1cs {}
+
+impl R1cs {
+    pub(super) fn create(_device: i32, _upload: &R1csUpload<'_>) -> Result<Self, GpuError> {
+        Err(GpuError::Disabled)
+    }
+
+    pub(super) fn evaluate(
+        &self,
+        _inputs: &[Scalar],
+        _aux: &[Scalar],
+        _rows: usize,
+    ) -> Result<[Vec<Scalar>; 3], GpuError> {
         match *self {}
     }
 }

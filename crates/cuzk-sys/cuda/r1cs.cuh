@@ -1,0 +1,257 @@
+// The compiled R1CS on the device: a circuit's A, B and C matrices uploaded
+// once, then per partition only the witness crosses PCIe, and a, b, c (the
+// matrices times the witness) and the MSMs' scalar classification are
+// computed here. Included by cuzk_gpu.cu after its helpers.
+//
+// Why: computing a, b, c on the host needs three domain-sized vectors of
+// 32-byte scalars per partition in flight (12.9 GB at 2^27) and their copy
+// inside the device lock; the witness alone is a third of that, and the
+// sparse products are memory-bound work the GPU's bandwidth does in
+// milliseconds. The classification (zero, one or other, per MSM scalar)
+// was the CPU's preparation before every CUDA region.
+
+#include <cub/device/device_scan.cuh>
+
+// ---- layouts shared with Rust (crates/cuzk-sys/src/gpu/cuda.rs) ----
+
+// One nonzero: cuzk_sys::gpu::R1csEntry. The variable is an aux index, or
+// an input index with R1CS_INPUT_BIT set; the coefficient an index into the
+// coefficient table, where ids 0 and 1 are one and minus one.
+struct r1cs_entry_t {
+    uint32_t variable, coefficient;
+};
+static const uint32_t R1CS_INPUT_BIT = 1u << 31;
+static const uint32_t R1CS_ONE = 0, R1CS_MINUS_ONE = 1;
+
+struct cuzk_r1cs_matrix_t {
+    const uint32_t* row_starts;    // rows + 1 offsets into entries
+    const r1cs_entry_t* entries;
+    size_t nnz;
+};
+
+// The arguments of cuzk_gpu_r1cs_create (checked by the Rust side: offsets
+// ascend to nnz, variables and coefficient ids in range).
+struct cuzk_r1cs_create_t {
+    int device;
+    size_t rows;                   // constraints, the per-input ones included
+    cuzk_r1cs_matrix_t m[3];       // A, B, C
+    const fr_t* coefficients;      // Montgomery
+    size_t ncoefficients;
+    size_t num_inputs, num_aux;
+    const uint64_t* a_aux_density; // num_aux bits each, LSB first
+    const uint64_t* b_aux_density;
+    size_t a_aux_ones, b_aux_ones; // their set bits
+};
+
+struct cuzk_gpu_r1cs_t {
+    int device;
+    size_t rows, num_inputs, num_aux, a_aux_ones, b_aux_ones;
+    gpu_ptr_t<uint32_t> row_starts[3];
+    gpu_ptr_t<r1cs_entry_t> entries[3];
+    gpu_ptr_t<fr_t> coefficients;
+    gpu_ptr_t<uint64_t> a_density, b_density;
+};
+
+// One partition's witness and what the region needs besides.
+struct cuzk_witness_partition_t {
+    const fr_t* inputs;            // Montgomery, num_inputs (the one first)
+    const fr_t* aux;               // Montgomery, num_aux
+    uint32_t lg_domain;
+    fr_t z_inv;                    // 1 / (g^n - 1), Montgomery
+    size_t a_offset;               // first aux point of the A section
+    size_t b_offset;               // first aux point of both B sections
+    cuzk_tuning_t tuning;
+};
+
+// An MSM's "other" scalars when they are too few for Pippenger (under
+// MIN_MSM): handed back for the host to sum, with their point indices.
+struct cuzk_small_others_t {
+    uint32_t* index;               // capacity MIN_MSM, written
+    fr_t* scalar;                  // Montgomery, capacity MIN_MSM, written
+    size_t count;                  // written
+};
+
+// ---- kernels ----
+
+// out[row] = sum over the row's entries of coefficient * value.
+__global__ void sparse_product(fr_t* out, const uint32_t* row_starts,
+                               const r1cs_entry_t* entries,
+                               const fr_t* coefficients, const fr_t* inputs,
+                               const fr_t* aux, size_t rows)
+{
+    for (size_t row = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
+         row < rows; row += (size_t)blockDim.x * gridDim.x) {
+        fr_t acc;
+        acc.zero();
+        for (uint32_t k = row_starts[row], end = row_starts[row + 1]; k < end; k++) {
+            r1cs_entry_t e = entries[k];
+            uint32_t index = e.variable & ~R1CS_INPUT_BIT;
+            fr_t v = (e.variable & R1CS_INPUT_BIT) ? inputs[index] : aux[index];
+            if (e.coefficient == R1CS_ONE)
+                acc += v;
+            else if (e.coefficient == R1CS_MINUS_ONE)
+                acc -= v;
+            else
+                acc += v * coefficients[e.coefficient];
+        }
+        out[row] = acc;
+    }
+}
+
+// Bit i of `ones` (32-bit words) = scalar i is one; other[i] = 1 when it is
+// neither zero nor one. Each warp writes the word of its 32 scalars, so the
+// block size is a multiple of 32 and every lane of a warp loops alike.
+// `one` is Montgomery one from the host: sppark's device-side is_one() reads
+// a constant table that this nvcc cannot compile into this kernel.
+__global__ void classify_scalars(uint32_t* ones, uint32_t* other,
+                                 const fr_t* s, size_t n, fr_t one)
+{
+    size_t n32 = (n + 31) & ~(size_t)31;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n32;
+         i += (size_t)blockDim.x * gridDim.x) {
+        bool is_one = false;
+        if (i < n) {
+            fr_t v = s[i];
+            const uint32_t* x = reinterpret_cast<const uint32_t*>(&v);
+            const uint32_t* y = reinterpret_cast<const uint32_t*>(&one);
+            uint32_t diff = 0;
+            for (size_t w = 0; w < sizeof(fr_t) / 4; w++)
+                diff |= x[w] ^ y[w];
+            is_one = diff == 0;
+            other[i] = !is_one && !v.is_zero();
+        }
+        uint32_t word = __ballot_sync(0xffffffffu, is_one);
+        if ((threadIdx.x & 31) == 0)
+            ones[i / 32] = word;
+    }
+}
+
+// flags[i] = bit i of a density bitmap of 64-bit words.
+__global__ void density_flags(uint32_t* flags, const uint64_t* bits, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x)
+        flags[i] = (uint32_t)(bits[i / 64] >> (i % 64)) & 1;
+}
+
+// Stream compaction by an exclusive scan of the flags: out[pos[i]] = in[i].
+__global__ void compact_scalars(fr_t* out, const fr_t* in, const uint32_t* flags,
+                                const uint32_t* pos, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x)
+        if (flags[i])
+            out[pos[i]] = in[i];
+}
+
+// out[pos[i]] = i for the flagged i (ascending, as the MSM needs).
+__global__ void compact_indices(uint32_t* out, const uint32_t* flags,
+                                const uint32_t* pos, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x)
+        if (flags[i])
+            out[pos[i]] = (uint32_t)i;
+}
+
+// ---- host side ----
+
+static const unsigned R1CS_THREADS = 256;
+
+static unsigned r1cs_blocks(const gpu_t& gpu)
+{   return gpu.sm_count() * 8;   }
+
+// pos = exclusive prefix sum of flags; returns the number of set flags.
+static size_t exclusive_scan(const gpu_t& gpu, uint32_t* pos,
+                             const uint32_t* flags, size_t n)
+{
+    if (n == 0)
+        return 0;
+    size_t bytes = 0;
+    CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, flags, pos, (int)n, gpu[0]));
+    auto temp = device_alloc<uint8_t>(bytes);
+    CUDA_OK(cub::DeviceScan::ExclusiveSum((uint8_t*)temp, bytes, flags, pos,
+                                          (int)n, gpu[0]));
+    uint32_t last[2];
+    gpu[0].DtoH(&last[0], pos + n - 1, 1);
+    gpu[0].DtoH(&last[1], flags + n - 1, 1);
+    gpu[0].sync();
+    return (size_t)last[0] + last[1];
+}
+
+// One MSM's scalars as the witness-shaped MSM reads them, on the device:
+// the ones bitmap (padded to 1024-bit granules), and the other scalars'
+// indices (ascending) and values (Montgomery).
+struct device_plan_t {
+    size_t npoints = 0, nothers = 0;
+    gpu_ptr_t<uint32_t> ones, index;
+    gpu_ptr_t<fr_t> scalar;
+
+    cuzk_msm_plan_t view(size_t offset) const
+    {
+        return cuzk_msm_plan_t{offset, npoints, ones, index, scalar, nothers};
+    }
+};
+
+// The plan of the n device scalars `s`.
+static device_plan_t classify(const gpu_t& gpu, const fr_t* s, size_t n)
+{
+    device_plan_t plan;
+    plan.npoints = n;
+    size_t words = ((n + 1023) / 1024) * 32;
+    plan.ones = device_alloc<uint32_t>(words);
+    CUDA_OK(cudaMemsetAsync((uint32_t*)plan.ones, 0, std::max<size_t>(words, 1) * 4, gpu[0]));
+    if (n == 0) {
+        plan.index = device_alloc<uint32_t>(0);
+        plan.scalar = device_alloc<fr_t>(0);
+        return plan;
+    }
+    auto flags = device_alloc<uint32_t>(n);
+    auto pos = device_alloc<uint32_t>(n);
+    classify_scalars<<<r1cs_blocks(gpu), R1CS_THREADS, 0, gpu[0]>>>(plan.ones, flags, s, n, fr_t::one());
+    CUDA_OK(cudaGetLastError());
+    plan.nothers = exclusive_scan(gpu, pos, flags, n);
+    plan.index = device_alloc<uint32_t>(plan.nothers);
+    plan.scalar = device_alloc<fr_t>(plan.nothers);
+    compact_indices<<<r1cs_blocks(gpu), R1CS_THREADS, 0, gpu[0]>>>(plan.index, flags, pos, n);
+    CUDA_OK(cudaGetLastError());
+    compact_scalars<<<r1cs_blocks(gpu), R1CS_THREADS, 0, gpu[0]>>>(plan.scalar, s, flags, pos, n);
+    CUDA_OK(cudaGetLastError());
+    gpu[0].sync();
+    return plan;
+}
+
+// The plan of the aux scalars selected by a density bitmap (the A and B
+// sections hold points only for the variables their matrix uses).
+static device_plan_t classify_dense(const gpu_t& gpu, const fr_t* aux, size_t naux,
+                                    const uint64_t* density, size_t expected)
+{
+    gpu_ptr_t<fr_t> dense;
+    {
+        auto flags = device_alloc<uint32_t>(naux);
+        auto pos = device_alloc<uint32_t>(naux);
+        density_flags<<<r1cs_blocks(gpu), R1CS_THREADS, 0, gpu[0]>>>(flags, density, naux);
+        CUDA_OK(cudaGetLastError());
+        size_t ndense = exclusive_scan(gpu, pos, flags, naux);
+        if (ndense != expected)
+            throw invalid("density bitmap and its count disagree");
+        dense = device_alloc<fr_t>(ndense);
+        compact_scalars<<<r1cs_blocks(gpu), R1CS_THREADS, 0, gpu[0]>>>(dense, aux, flags, pos, naux);
+        CUDA_OK(cudaGetLastError());
+    }
+    return classify(gpu, dense, expected);
+}
+
+// Moves a plan's others to the host when they are too few for Pippenger
+// (the host sums them); the device plan then covers only its ones.
+static void take_small(const gpu_t& gpu, device_plan_t& plan, cuzk_small_others_t& small)
+{
+    small.count = 0;
+    if (plan.nothers == 0 || plan.nothers >= MIN_MSM)
+        return;
+    gpu[0].DtoH(small.index, (const uint32_t*)plan.index, plan.nothers);
+    gpu[0].DtoH(small.scalar, (const fr_t*)plan.scalar, plan.nothers);
+    gpu[0].sync();
+    small.count = plan.nothers;
+    plan.nothers = 0;
+}
