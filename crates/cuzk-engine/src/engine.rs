@@ -12,7 +12,7 @@ use crate::stages::{self, finish::FinishItem};
 use crate::state::{finalize, lock, Device, JobTable, Shared};
 use crate::status::{DeviceStatus, EngineStatus, KindQueue};
 use crate::EngineError;
-use cuzk_core::{CpuBackend, PlanSource, ProofKind, ProofRequest, ProverBackend};
+use cuzk_core::{CpuBackend, PlanSource, ProofKind, ProofRequest, ProverBackend, R1csCache};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -72,7 +72,7 @@ impl Engine {
         let witness_only = config.witness_only && backends.iter().all(|b| b.takes_witness());
         let shared = Arc::new(Shared {
             witness_only,
-            dispatch: Dispatch::new(config.memory_budget),
+            dispatch: Dispatch::new(config.memory_budget, || R1csCache::global().memory_bytes()),
             handoff: Handoff::new(config.max_prover_queue_depth),
             srs: SrsManager::new(Arc::clone(&sources), config.srs_memory_limit),
             sources,
@@ -361,7 +361,14 @@ impl Engine {
 
     /// Drops a circuit's resident parameters; returns whether they were
     /// resident and the bytes freed now.
+    /// The circuit's compiled R1CS goes too (it is recorded again on
+    /// next use).
     pub fn evict_srs(&self, circuit_id: &str) -> (bool, u64) {
+        let r1cs = R1csCache::global().evict(circuit_id);
+        if r1cs > 0 {
+            tracing::info!(circuit_id, bytes = r1cs, "compiled R1CS evicted");
+            self.shared.dispatch.poke();
+        }
         self.shared.srs.evict(circuit_id)
     }
 
@@ -411,6 +418,7 @@ impl Engine {
             uptime: shared.started.elapsed(),
             memory_budget: total,
             memory_used: used,
+            compiled_r1cs: R1csCache::global().snapshot(),
             queued_partitions: (waiting, shared.handoff.len()),
         }
     }
@@ -423,6 +431,7 @@ impl Engine {
         m.dispatch_queue.set(waiting as i64);
         m.prover_queue.set(shared.handoff.len() as i64);
         m.budget_used_bytes.set(used as i64);
+        m.r1cs_bytes.set(shared.dispatch.reserved() as i64);
         m.uptime_seconds.set(shared.started.elapsed().as_secs_f64());
         let resident: u64 = shared
             .srs
@@ -487,8 +496,9 @@ impl Drop for Engine {
     }
 }
 
-/// Housekeeping that must happen even when no job arrives: parameters idle
-/// past `srs_idle_evict` are evicted. Ends when the engine shuts down.
+/// Housekeeping that must happen even when no job arrives: parameters and
+/// compiled R1CS idle past `srs_idle_evict` are evicted (the budget the
+/// R1CS took is free again). Ends when the engine shuts down.
 fn janitor(shared: &Shared, stop: &mpsc::Receiver<()>) {
     let Some(idle) = shared.config.srs_idle_evict else {
         let _ = stop.recv();
@@ -497,6 +507,8 @@ fn janitor(shared: &Shared, stop: &mpsc::Receiver<()>) {
     let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
     while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(tick) {
         shared.srs.evict_idle(idle);
+        R1csCache::global().evict_idle(idle);
+        shared.dispatch.poke();
     }
 }
 

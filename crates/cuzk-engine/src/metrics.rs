@@ -16,6 +16,7 @@ pub struct Metrics {
     pub(crate) gpu_busy_seconds: CounterVec,
     pub(crate) budget_bytes: IntGauge,
     pub(crate) budget_used_bytes: IntGauge,
+    pub(crate) r1cs_bytes: IntGauge,
     pub(crate) dispatch_queue: IntGauge,
     pub(crate) prover_queue: IntGauge,
     pub(crate) srs_resident_bytes: IntGauge,
@@ -71,6 +72,10 @@ impl Metrics {
                 "Synthesised partitions waiting for a prover",
             ),
             srs_resident_bytes: gauge("srs_resident_bytes", "Bytes of resident parameters"),
+            r1cs_bytes: gauge(
+                "compiled_r1cs_bytes",
+                "Host bytes of compiled R1CS held (counted by the memory budget)",
+            ),
             uptime_seconds: Gauge::new("uptime_seconds", "Seconds since the engine started").unwrap(),
             registry,
         };
@@ -85,6 +90,7 @@ impl Metrics {
         r.register(Box::new(metrics.dispatch_queue.clone())).unwrap();
         r.register(Box::new(metrics.prover_queue.clone())).unwrap();
         r.register(Box::new(metrics.srs_resident_bytes.clone())).unwrap();
+        r.register(Box::new(metrics.r1cs_bytes.clone())).unwrap();
         r.register(Box::new(metrics.uptime_seconds.clone())).unwrap();
         metrics
     }

@@ -69,6 +69,9 @@ pub(crate) struct Dispatch {
     state: Mutex<DispatchState>,
     changed: Condvar,
     total: u64,
+    /// Bytes held outside the partitions' permits that the budget counts
+    /// too (the compiled R1CS of the circuits in use), asked at each grant.
+    reserved: fn() -> u64,
 }
 
 /// Memory granted to one partition; returned to the budget on drop.
@@ -95,12 +98,18 @@ impl Drop for Permit {
 }
 
 impl Dispatch {
-    pub(crate) fn new(total_bytes: u64) -> Arc<Self> {
+    pub(crate) fn new(total_bytes: u64, reserved: fn() -> u64) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(DispatchState::default()),
             changed: Condvar::new(),
             total: total_bytes.max(1),
+            reserved,
         })
+    }
+
+    /// Bytes the budget counts outside the permits now.
+    pub(crate) fn reserved(&self) -> u64 {
+        (self.reserved)()
     }
 
     pub(crate) fn push(&self, item: WorkItem) {
@@ -123,7 +132,9 @@ impl Dispatch {
             }
             if let Some(head) = state.queue.peek() {
                 let bytes = head.job.partition_bytes;
-                if state.used == 0 || state.used + bytes <= self.total {
+                // With nothing in flight the head always goes (a budget
+                // too small for one partition would otherwise stall).
+                if state.used == 0 || state.used + bytes + (self.reserved)() <= self.total {
                     let item = state.queue.pop().expect("peeked");
                     state.used += bytes;
                     let permit = Permit {

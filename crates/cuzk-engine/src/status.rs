@@ -44,8 +44,10 @@ pub struct EngineStatus {
     pub uptime: Duration,
     /// Memory budget and what is granted now.
     pub memory_budget: u64,
-    /// Granted now.
+    /// Granted now (to partitions in flight).
     pub memory_used: u64,
+    /// The compiled R1CS held (counted by the budget beside `memory_used`).
+    pub compiled_r1cs: Vec<cuzk_core::CachedR1cs>,
     /// Partitions waiting for synthesis / for a prover.
     pub queued_partitions: (usize, usize),
 }

@@ -3,6 +3,7 @@
 //! that completes is checked again with bellperson's verifier here.
 
 use cuzk_core::backend::{BackendKind, BackendStatus, Fallback};
+use cuzk_core::ProofPlan;
 use cuzk_core::{
     BackendError, CpuBackend, PartitionData, PendingProof, ProofRequest, ProveError, ProverBackend,
     ProverInput,
@@ -291,6 +292,25 @@ fn witness_only_partitions_go_to_backends_that_take_them() {
         );
         if witness_only {
             assert_eq!((witnesses, evaluated), (3, 0));
+            // The compiled R1CS is held, reported and counted by the
+            // budget (the metric), and goes with the circuit's parameters.
+            let circuit_id = cuzk_synthetic::SyntheticPlan::new(spec.clone())
+                .unwrap()
+                .circuit_id();
+            let held = engine.status().compiled_r1cs;
+            let entry = held
+                .iter()
+                .find(|e| e.circuit_id == circuit_id)
+                .expect("R1CS reported");
+            assert!(entry.bytes > 0);
+            let metric = format!("cuzk_compiled_r1cs_bytes {}", entry.bytes);
+            assert!(engine.metrics_text().contains(&metric), "{metric}");
+            engine.evict_srs(&circuit_id);
+            assert!(engine
+                .status()
+                .compiled_r1cs
+                .iter()
+                .all(|e| e.circuit_id != circuit_id));
         } else {
             assert_eq!((witnesses, evaluated), (0, 3));
         }

@@ -5,11 +5,11 @@ use cuzk_core::plan::partition_bytes;
 use cuzk_core::shaped::ShapedCircuit;
 use cuzk_core::{
     synthesize, Bls12, CompiledR1cs, PartitionData, PartitionWitness, PlanError, Proof, ProofPlan,
-    ProofRequest, ProvingAssignment, ProvingParameters, Randomness, Scalar, SyntheticCircuit,
+    ProofRequest, ProvingAssignment, ProvingParameters, R1csCache, Randomness, Scalar, SyntheticCircuit,
 };
 use group::prime::PrimeCurveAffine;
 use rand::SeedableRng;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// The plan of a synthetic request (registered proof
 /// [`crate::SYNTHETIC_REGISTERED_PROOF`]).
@@ -25,30 +25,22 @@ pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, PlanError>
 #[derive(Debug)]
 pub struct SyntheticPlan {
     spec: SyntheticSpec,
-    /// The circuit's compiled R1CS, recorded by the first witness-only
-    /// partition (every partition has the same constraint system).
-    r1cs: Mutex<Option<Arc<CompiledR1cs>>>,
 }
 
 impl SyntheticPlan {
     /// Checks `spec`'s bounds.
     pub fn new(spec: SyntheticSpec) -> Result<Self, PlanError> {
         spec.check()?;
-        Ok(Self {
-            spec,
-            r1cs: Mutex::new(None),
-        })
+        Ok(Self { spec })
     }
 
+    /// The circuit's compiled R1CS (every partition of a circuit id has the
+    /// same constraint system), recorded on first use in this process.
     fn compiled_r1cs(&self) -> Result<Arc<CompiledR1cs>, PlanError> {
-        let mut slot = self.r1cs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(r1cs) = slot.as_ref() {
-            return Ok(Arc::clone(r1cs));
-        }
-        let r1cs =
-            Arc::new(CompiledR1cs::record(self.circuit(0)).map_err(|e| PlanError::Synthesis(e.to_string()))?);
-        *slot = Some(Arc::clone(&r1cs));
-        Ok(r1cs)
+        let circuit = self.circuit(0);
+        R1csCache::global().get_or_record(&circuit.circuit_id(), || {
+            CompiledR1cs::record(circuit).map_err(|e| PlanError::Synthesis(e.to_string()))
+        })
     }
 
     /// Constraints of each partition.
