@@ -12,7 +12,7 @@ cargo build --release -p cuzk-bench --features "${FEATURES:-cuda}"
 rm -rf .gpu && mkdir -p .gpu
 strip -o .gpu/cuzk-bench $CARGO_TARGET_DIR/release/cuzk-bench
 # The GPU tests: cargo prints each test executable it builds.
-tests=$(cargo test --release --features cuzk-core/cuda,cuzk-sys/cuda -p cuzk-sys -p cuzk-core \
+tests=$(cargo test --release --features cuzk-core/cuda,cuzk-sys/cuda -p cuzk-sys -p cuzk-core -p cuzk-filecoin \
   --test gpu --no-run --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for line in sys.stdin:

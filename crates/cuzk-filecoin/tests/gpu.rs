@@ -1,0 +1,161 @@
+//! The witness path on the real Filecoin circuits (2 KiB sectors: PoRep
+//! C2, WinningPoSt, WindowPoSt, SnapDeals): for every partition the
+//! device's a, b, c equal the host's byte for byte, the GPU proof from the
+//! witness equals the CPU backend's proof of the host's assignment for the
+//! same r, s, and the whole proof passes the plan's check (bellperson's
+//! verifier, then filecoin-proofs'). Run on a GPU machine with
+//! `cargo test -p cuzk-filecoin --features cuzk-core/cuda --release --test gpu`
+//! (`scripts/gpu-run.sh check` runs it); without a device every test says
+//! SKIPPED and passes vacuously.
+
+use cuzk_core::backend::{prove_with, CudaBackend, Residency, Tuning};
+use cuzk_core::{
+    CpuBackend, PartitionData, PlanSource, ProofKind, ProofRequest, ProverInput, ProvingParameters,
+    Randomness, Scalar, SectorFields,
+};
+use cuzk_filecoin::fixtures::{self, FixtureManifest};
+use cuzk_filecoin::FilecoinPlans;
+use cuzk_sys::gpu::GpuR1cs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+fn param_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params");
+        std::fs::create_dir_all(&dir).unwrap();
+        cuzk_filecoin::settings::init_with(Some(&dir), &dir)
+    })
+    .clone()
+}
+
+fn fixture() -> &'static (tempfile::TempDir, FixtureManifest) {
+    static FIXTURE: OnceLock<(tempfile::TempDir, FixtureManifest)> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        param_dir();
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = fixtures::write_fixtures(2048, dir.path(), 3).unwrap();
+        (dir, manifest)
+    })
+}
+
+/// The parameters of (`kind`, `number`), generated once, read through the
+/// Filecoin source's recipe for `circuit_id` (as the engine reads them).
+fn params(kind: ProofKind, number: u64, circuit_id: &str) -> Arc<ProvingParameters> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    cuzk_filecoin::params::ensure(kind, number, 1).unwrap();
+    let recipe = FilecoinPlans::new(param_dir())
+        .parameters(circuit_id)
+        .expect("an official circuit id")
+        .unwrap();
+    Arc::new(recipe.load().unwrap())
+}
+
+fn gpu() -> Option<CudaBackend> {
+    let found = CudaBackend::detect(&[], Residency::Device, Tuning::default())
+        .into_iter()
+        .next();
+    if found.is_none() {
+        eprintln!("SKIPPED: no CUDA device (or a build without --features cuzk-core/cuda)");
+    }
+    found
+}
+
+fn request_file(kind: ProofKind, file: &str) -> ProofRequest {
+    let request = fixtures::load_request_file(fixture().0.path().join(file))
+        .unwrap()
+        .proof_request()
+        .unwrap();
+    assert_eq!(request.kind, kind);
+    request
+}
+
+fn porep_request() -> ProofRequest {
+    let manifest = &fixture().1;
+    ProofRequest {
+        request_id: String::new(),
+        kind: ProofKind::PorepSealCommit,
+        registered_proof: manifest.registered_seal_proof,
+        priority: None,
+        vanilla_proof: std::fs::read(fixture().0.path().join(fixtures::C1_FILE)).unwrap(),
+        vanilla_proofs: Vec::new(),
+        sector: SectorFields {
+            miner_id: manifest.miner_id,
+            sector_number: manifest.sector_number,
+            ..SectorFields::default()
+        },
+    }
+}
+
+/// Every partition of `request` through the witness path, checked as the
+/// module documentation says.
+fn witness_path_on(request: &ProofRequest) {
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let plan = FilecoinPlans::new(param_dir())
+        .plan(request)
+        .expect("the Filecoin source claims every request")
+        .unwrap();
+    let params = params(request.kind, request.registered_proof, &plan.circuit_id());
+    let mut proofs = Vec::new();
+    for index in 0..plan.partitions() {
+        let PartitionData::Witness(data) = plan.synthesize_witness(index).unwrap() else {
+            panic!("{:?}: no witness-only form", request.kind);
+        };
+        let host = data.r1cs.assign(data.witness.clone()).unwrap();
+        let device = GpuR1cs::upload(gpu.ordinal(), &data.r1cs.device_upload()).unwrap();
+        let [a, b, c] = device.evaluate(&data.witness.inputs, &data.witness.aux).unwrap();
+        drop(device);
+        let what = format!("{:?} partition {index}", request.kind);
+        assert!(
+            a == host.a && b == host.b && c == host.c,
+            "{what}: device a, b, c differ"
+        );
+
+        let fixed = Randomness::Fixed {
+            r: Scalar::from(1000 + index as u64),
+            s: Scalar::from(2000 + index as u64),
+        };
+        let (cpu, _) = prove_with(&CpuBackend, ProverInput::evaluated(host, &params, fixed)).unwrap();
+        let input = ProverInput {
+            data: PartitionData::Witness(data),
+            params: Arc::clone(&params),
+            randomness: fixed,
+        };
+        let (ours, timings) = prove_with(&gpu, input).unwrap();
+        assert!(timings.abc_on_device, "{what}: took the host path");
+        assert_eq!(
+            cuzk_core::proof_to_bytes(&ours),
+            cuzk_core::proof_to_bytes(&cpu),
+            "{what}: GPU bytes differ from the CPU's"
+        );
+        proofs.push(ours);
+    }
+    plan.verify(&params, &proofs)
+        .unwrap_or_else(|e| panic!("{:?}: {e}", request.kind));
+}
+
+#[test]
+fn porep_witness_path_equals_the_host_and_verifies() {
+    witness_path_on(&porep_request());
+}
+
+#[test]
+fn winning_post_witness_path_equals_the_host_and_verifies() {
+    witness_path_on(&request_file(ProofKind::WinningPost, fixtures::WINNING_FILE));
+}
+
+#[test]
+fn window_post_witness_path_equals_the_host_and_verifies() {
+    witness_path_on(&request_file(
+        ProofKind::WindowPostPartition,
+        fixtures::WPOST_FILE,
+    ));
+}
+
+#[test]
+fn snap_witness_path_equals_the_host_and_verifies() {
+    witness_path_on(&request_file(ProofKind::SnapDealsUpdate, fixtures::SNAP_FILE));
+}
