@@ -28,7 +28,7 @@ case "$mode" in
       name=$(basename "$t" .xz)
       xz -dc "$t" >"/tmp/$name" && chmod +x "/tmp/$name" || exit 1
       # --nocapture: a SKIPPED line must be seen (no device would pass vacuously).
-      timeout "${CHECK_TIMEOUT:-300}" "/tmp/$name" --test-threads 1 --nocapture 2>&1 | tee "$out/$name.log"
+      timeout "${CHECK_TIMEOUT:-900}" "/tmp/$name" --test-threads 1 --nocapture 2>&1 | tee "$out/$name.log"
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
       if grep -q SKIPPED "$out/$name.log"; then echo "FAIL: $name skipped on the GPU machine"; status=1; fi
     done

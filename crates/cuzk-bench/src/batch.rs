@@ -139,7 +139,10 @@ impl ProofArgs {
         })
     }
 
-    fn submission(&self, seed: u64) -> anyhow::Result<(Submission, Box<dyn ProofPlan>)> {
+    /// The request of proof `seed`, the plan the engine will make of it,
+    /// and, for a Filecoin request whose vanilla proofs do not verify (a
+    /// real-structure input), why its proof cannot verify.
+    fn submission(&self, seed: u64) -> anyhow::Result<(Submission, Box<dyn ProofPlan>, Option<String>)> {
         let priority = match self.priority {
             None => pb::Priority::Unspecified,
             Some(PriorityArg::Low) => pb::Priority::Low,
@@ -214,12 +217,24 @@ impl ProofArgs {
         // inputs serve the local check of the returned proof.
         let request = cuzk_daemon::wire::to_request(submission.clone())
             .map_err(|e| anyhow::anyhow!("{}", e.message()))?;
-        let sources = cuzk_daemon::setup::plan_sources(&self.target.param_cache(), true, false)?;
-        let plan = sources
-            .iter()
-            .find_map(|source| source.plan(&request))
-            .context("no plan source serves this request")??;
-        Ok((submission, plan))
+        if matches!(self.proof_type, ProofType::Synthetic | ProofType::Shaped) {
+            let sources = cuzk_daemon::setup::plan_sources(&self.target.param_cache(), true, false, false)?;
+            let plan = sources
+                .iter()
+                .find_map(|source| source.plan(&request))
+                .context("no plan source serves this request")??;
+            return Ok((submission, plan, None));
+        }
+        // Filecoin requests are planned here with the benchmark switch on,
+        // whatever the engine's (which decides whether it takes them): the
+        // client must know whether the returned proof can verify at all.
+        let planned = cuzk_filecoin::plan_with(
+            &request,
+            cuzk_filecoin::PlanOptions {
+                allow_unverifiable: true,
+            },
+        )?;
+        Ok((submission, planned.plan, planned.unverifiable))
     }
 }
 
@@ -262,6 +277,9 @@ struct Report {
     wall: Duration,
     outcome: anyhow::Result<Outcome>,
     verified: Option<bool>,
+    /// Why the proof cannot verify (a real-structure input), when so: it is
+    /// not checked here, and the daemon skipped its verification.
+    unverifiable: Option<String>,
 }
 
 fn status_name(outcome: &Outcome) -> &'static str {
@@ -281,11 +299,13 @@ fn is_good(report: &Report) -> bool {
 async fn prove_one(client: &Client, args: &ProofArgs, index: usize) -> Report {
     let started = Instant::now();
     let mut verified = None;
+    let mut unverifiable = None;
     let outcome = async {
-        let (submission, plan) = args.submission(index as u64 + 1)?;
+        let (submission, plan, cannot) = args.submission(index as u64 + 1)?;
+        unverifiable = cannot;
         let (job_id, _) = client.submit(&submission).await?;
         let outcome = client.wait(&job_id, None).await?;
-        if status_name(&outcome) == "COMPLETED" {
+        if status_name(&outcome) == "COMPLETED" && unverifiable.is_none() {
             let verifier = local_verifier(&args.target, plan.as_ref());
             verified = verify_locally(verifier.as_ref(), plan.as_ref(), &outcome.proof)?;
         }
@@ -297,6 +317,7 @@ async fn prove_one(client: &Client, args: &ProofArgs, index: usize) -> Report {
         wall: started.elapsed(),
         outcome,
         verified,
+        unverifiable,
     }
 }
 
@@ -306,6 +327,8 @@ fn job_line(report: &Report, finished: usize, count: usize) -> String {
             let mut status = status_name(o).to_string();
             if report.verified == Some(false) {
                 status = "FAILED VERIFICATION".into();
+            } else if report.unverifiable.is_some() && status == "COMPLETED" {
+                status = "COMPLETED (UNVERIFIED: unverifiable input)".into();
             }
             let mut line = format!(
                 "  [{finished}/{count}] {status} — {:.1}s (prove={} ms, queue={} ms)",
@@ -330,7 +353,13 @@ pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
         bail!("--count and --concurrency must be at least 1");
     }
     let proof = args.proof.clone();
-    let (_, plan) = proof.submission(0)?;
+    let (_, plan, unverifiable) = proof.submission(0)?;
+    if let Some(reason) = &unverifiable {
+        println!(
+            "UNVERIFIABLE: {reason}; the proofs are not verified (the engine needs \
+             [benchmark] allow_unverifiable = true, or --allow-unverifiable with --embedded)"
+        );
+    }
     let client = Client::connect(&proof.target).await?;
     // Load (or generate) the parameters before the clock starts, as a daemon
     // with preloaded parameters would have them.
@@ -616,6 +645,7 @@ fn summarize(reports: &[Report], total: Duration, proof: &ProofArgs) {
     let (prove_avg, prove_min, prove_max) = stats(&proves);
     let per_proof = total.as_secs_f64() / good.len().max(1) as f64;
     let locally = good.iter().filter(|r| r.verified == Some(true)).count();
+    let unverified = good.iter().filter(|r| r.unverifiable.is_some()).count();
     println!();
     println!("=== Batch Summary ===");
     println!("total time:    {:.1}s", total.as_secs_f64());
@@ -632,6 +662,11 @@ fn summarize(reports: &[Report], total: Duration, proof: &ProofArgs) {
         println!(
             "checked:       {} by the engine: points valid (shaped proofs cannot verify: no setup; --supraseal compares bytes)",
             good.len()
+        );
+    } else if unverified > 0 {
+        println!(
+            "verified:      {locally}; UNVERIFIED: {unverified} (unverifiable inputs, e.g. real-structure: \
+             proved without verification)"
         );
     } else if locally == good.len() {
         println!("verified:      {locally}");
@@ -675,10 +710,13 @@ pub async fn single(args: ProofArgs) -> anyhow::Result<()> {
         outcome.total_ms
     );
     println!("wall:       {:.3}s", report.wall.as_secs_f64());
-    match report.verified {
-        Some(true) => println!("verified:   yes (bellperson verifier, local .vk)"),
-        Some(false) => println!("verified:   NO"),
-        None => println!("verified:   by the daemon (no local .vk)"),
+    match (&report.unverifiable, report.verified) {
+        (Some(reason), _) => {
+            println!("verified:   NO, UNVERIFIABLE input ({reason}): proved without verification")
+        }
+        (None, Some(true)) => println!("verified:   yes (bellperson verifier, local .vk)"),
+        (None, Some(false)) => println!("verified:   NO"),
+        (None, None) => println!("verified:   by the daemon (no local .vk)"),
     }
     if !is_good(&report) {
         bail!("proof not completed and verified");

@@ -34,6 +34,11 @@ pub struct Target {
     /// (a 2^27 partition needs about 25).
     #[arg(long, default_value_t = 4)]
     pub memory_budget_gib: u64,
+    /// Embedded engine: prove Filecoin requests whose vanilla proofs do not
+    /// verify (`cuzk-bench real-inputs` files) without verifying their
+    /// proofs, as a daemon with `[benchmark] allow_unverifiable = true` does.
+    #[arg(long)]
+    pub allow_unverifiable: bool,
     /// CA certificate (PEM) to trust for an `https://` daemon address
     /// (default: $CUZK_TLS_CA, else the system's roots).
     #[arg(long)]
@@ -104,7 +109,7 @@ impl Client {
                     ..EngineConfig::default()
                 },
                 backends: gpu_backends(&[], Residency::Auto),
-                sources: plan_sources(&param_cache, true, false)?,
+                sources: plan_sources(&param_cache, true, false, target.allow_unverifiable)?,
             };
             let engine = tokio::task::spawn_blocking(move || setup.start()).await??;
             return Ok(Client::Embedded(Arc::new(engine)));

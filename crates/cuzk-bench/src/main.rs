@@ -9,6 +9,8 @@ mod gen;
 mod gpu;
 mod observe;
 mod params;
+mod real;
+mod real_c2;
 mod supraseal;
 mod synthesis;
 mod timeline;
@@ -58,6 +60,15 @@ enum Command {
     CompareSynthesis(synthesis::CompareSynthesisArgs),
     /// Draw a log's TIMELINE events as an SVG chart (one row per worker).
     Timeline(timeline::TimelineArgs),
+    /// Write requests of production sectors' exact structure (random values,
+    /// no sealing) for `single` / `batch`: porep-32g, window-post-32g, ...
+    RealInputs(real::RealInputsArgs),
+    /// One real partition's host side at full size (circuit build, compiled
+    /// R1CS, witness, a/b/c, synthesis), its input made in memory: one JSON line.
+    RealSynthesis(real::RealSynthesisArgs),
+    /// Whole real-circuit proofs (32 GiB PoRep C2) through the embedded
+    /// engine on the GPUs, parameters of the circuit's sizes made in memory.
+    RealC2(real_c2::RealC2Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -79,6 +90,9 @@ fn main() -> anyhow::Result<()> {
         Command::Fixtures(args) => return fixtures::run(args),
         Command::GenParams(args) => return params::run(args),
         Command::Timeline(args) => return timeline::run(args),
+        Command::RealInputs(args) => return real::run_inputs(args),
+        Command::RealSynthesis(args) => return real::run_synthesis(args),
+        Command::RealC2(args) => return real_c2::run(args),
         other => other,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -95,7 +109,10 @@ fn main() -> anyhow::Result<()> {
             | Command::Fixtures(_)
             | Command::GenParams(_)
             | Command::CompareSynthesis(_)
-            | Command::Timeline(_) => unreachable!("handled above"),
+            | Command::Timeline(_)
+            | Command::RealInputs(_)
+            | Command::RealSynthesis(_)
+            | Command::RealC2(_) => unreachable!("handled above"),
         }
     })
 }

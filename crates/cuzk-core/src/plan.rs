@@ -80,6 +80,16 @@ pub trait ProofPlan: Send + Sync + std::fmt::Debug {
         Randomness::Secure
     }
 
+    /// Why this plan's proof cannot verify, for a benchmark request the
+    /// plan source accepted as unverifiable (Filecoin's `[benchmark]
+    /// allow_unverifiable`: real-structure inputs with random values).
+    /// `None`, the default, for every production request: the engine then
+    /// verifies before reporting. With a reason the engine skips
+    /// verification and reports COMPLETED marked `UNVERIFIED: <reason>`.
+    fn unverifiable(&self) -> Option<String> {
+        None
+    }
+
     /// Checks the whole proof before it is reported: by default every
     /// partition against its public inputs with bellperson's verifier.
     /// Proof types with their own verifier (filecoin-proofs') add it.

@@ -363,17 +363,22 @@ pub fn shaped_parameters(assignment: &ProvingAssignment, seed: u64) -> ProvingPa
         a: inputs + assignment.a_aux_density.count_ones(),
         b: assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones(),
     };
+    parameters_of_shape(&shape, seed)
+}
+
+/// Parameters of `shape` in memory (as [`shaped_parameters`] for an
+/// assignment of that shape). Each section is generated in place, so the
+/// peak is the parameters' own size (about 44 GB for a 32 GiB PoRep
+/// partition's circuit).
+pub fn parameters_of_shape(shape: &Shape, seed: u64) -> ProvingParameters {
     let source = PointSource::new(seed);
-    let all = source.g1(0, shape.h + shape.l + shape.a + shape.b);
-    let (h, rest) = all.split_at(shape.h);
-    let (l, rest) = rest.split_at(shape.l);
-    let (a, b_g1) = rest.split_at(shape.a);
+    let (h, l, a) = (shape.h, shape.l, shape.a);
     ProvingParameters {
-        vk: source.vk(&shape),
-        h: h.to_vec(),
-        l: l.to_vec(),
-        a: a.to_vec(),
-        b_g1: b_g1.to_vec(),
+        vk: source.vk(shape),
+        h: source.g1(0, h),
+        l: source.g1(h, l),
+        a: source.g1(h + l, a),
+        b_g1: source.g1(h + l + a, shape.b),
         b_g2: source.g2(0, shape.b),
         source: PathBuf::from("<shaped>"),
     }

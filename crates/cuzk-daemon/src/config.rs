@@ -405,6 +405,13 @@ mod tests {
     }
 
     #[test]
+    fn unverifiable_requests_are_refused_unless_the_benchmark_switch_is_set() {
+        assert!(!Config::default().benchmark.allow_unverifiable);
+        let on: Config = toml::from_str("[benchmark]\nallow_unverifiable = true").unwrap();
+        assert!(on.benchmark.allow_unverifiable && on.benchmark.synthetic);
+    }
+
+    #[test]
     fn unknown_keys_and_bad_values_are_rejected() {
         assert!(toml::from_str::<Config>("[daemon]\nlisen = \"x\"").is_err());
         assert!(toml::from_str::<Config>("[memory]\ntotal_budget = \"lots\"").is_err());

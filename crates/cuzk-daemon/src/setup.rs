@@ -41,6 +41,7 @@ impl EngineSetup {
                 param_dir,
                 config.benchmark.synthetic,
                 config.srs.verify_points == crate::config::VerifyPoints::Full,
+                config.benchmark.allow_unverifiable,
             )?,
         })
     }
@@ -75,10 +76,14 @@ pub fn gpu_backends(devices: &[u32], residency: Residency) -> Vec<Arc<dyn Prover
 /// Filecoin proof types and its ids as missing files: nothing is generated.
 /// `full_point_check` reads every official file with the full point check
 /// instead of trusting those whose digest matches the published one.
+/// `allow_unverifiable` (`[benchmark] allow_unverifiable`) lets the Filecoin
+/// source prove requests whose vanilla proofs do not verify, skipping their
+/// verification (`cuzk_filecoin::PlanOptions`); off, they are refused.
 pub fn plan_sources(
     param_dir: &Path,
     benchmark: bool,
     full_point_check: bool,
+    allow_unverifiable: bool,
 ) -> anyhow::Result<Vec<Arc<dyn PlanSource>>> {
     let mut sources: Vec<Arc<dyn PlanSource>> = Vec::new();
     if benchmark {
@@ -86,8 +91,51 @@ pub fn plan_sources(
             .with_context(|| format!("parameter directory {}", param_dir.display()))?;
         sources.push(Arc::new(cuzk_synthetic::SyntheticPlans::new(cache)));
     }
+    if allow_unverifiable {
+        tracing::warn!(
+            "[benchmark] allow_unverifiable = true: Filecoin requests whose vanilla proofs do not verify \
+             are proved WITHOUT verification (benchmarks only)"
+        );
+    }
     sources.push(Arc::new(
-        cuzk_filecoin::FilecoinPlans::new(param_dir.to_path_buf()).with_full_point_check(full_point_check),
+        cuzk_filecoin::FilecoinPlans::new(param_dir.to_path_buf())
+            .with_full_point_check(full_point_check)
+            .with_allow_unverifiable(allow_unverifiable),
     ));
     Ok(sources)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[benchmark] allow_unverifiable` reaches the Filecoin source: a
+    /// real-structure request (its vanilla proofs do not verify) is refused
+    /// by default and planned with the switch on.
+    #[test]
+    fn the_benchmark_switch_reaches_the_filecoin_source() {
+        let spec = "window-post-2k"
+            .parse::<cuzk_filecoin::structure::StructureSpec>()
+            .unwrap();
+        let request = cuzk_filecoin::structure::generate(&spec)
+            .unwrap()
+            .proof_request()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        for (text, allowed) in [("", false), ("[benchmark]\nallow_unverifiable = true", true)] {
+            let config: Config = toml::from_str(text).unwrap();
+            let sources = EngineSetup::from_config(&config, dir.path()).unwrap().sources;
+            let planned = sources
+                .iter()
+                .find_map(|source| source.plan(&request))
+                .expect("claimed");
+            match planned {
+                Ok(_) => assert!(allowed, "planned with the switch off"),
+                Err(cuzk_core::PlanError::InvalidArgument(m)) => {
+                    assert!(!allowed, "refused with the switch on: {m}")
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+    }
 }

@@ -1,8 +1,8 @@
 //! Prometheus metrics of the engine.
 
 use prometheus::{
-    CounterVec, Encoder, Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
+    CounterVec, Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
 };
 
 /// The engine's metrics, registered in their own registry.
@@ -17,6 +17,7 @@ pub struct Metrics {
     pub(crate) budget_bytes: IntGauge,
     pub(crate) budget_used_bytes: IntGauge,
     pub(crate) r1cs_bytes: IntGauge,
+    pub(crate) unverified: IntCounter,
     pub(crate) dispatch_queue: IntGauge,
     pub(crate) prover_queue: IntGauge,
     pub(crate) srs_resident_bytes: IntGauge,
@@ -72,6 +73,11 @@ impl Metrics {
                 "Synthesised partitions waiting for a prover",
             ),
             srs_resident_bytes: gauge("srs_resident_bytes", "Bytes of resident parameters"),
+            unverified: IntCounter::new(
+                "proofs_unverified_total",
+                "Benchmark proofs reported without verification (allow_unverifiable)",
+            )
+            .unwrap(),
             r1cs_bytes: gauge(
                 "compiled_r1cs_bytes",
                 "Host bytes of compiled R1CS held (counted by the memory budget)",
@@ -91,6 +97,7 @@ impl Metrics {
         r.register(Box::new(metrics.prover_queue.clone())).unwrap();
         r.register(Box::new(metrics.srs_resident_bytes.clone())).unwrap();
         r.register(Box::new(metrics.r1cs_bytes.clone())).unwrap();
+        r.register(Box::new(metrics.unverified.clone())).unwrap();
         r.register(Box::new(metrics.uptime_seconds.clone())).unwrap();
         metrics
     }

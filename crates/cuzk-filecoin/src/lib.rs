@@ -9,6 +9,8 @@
 //! - [`source`]: [`FilecoinPlans`], the engine's plan source for all of them.
 //! - [`params`]: official parameter file names, and generating test-size ones.
 //! - [`fixtures`]: sealing test sectors to get C1 outputs and vanilla proofs.
+//! - [`structure`]: real-structure inputs: requests of production sectors'
+//!   exact structure with random values, made in memory without sealing.
 //! - [`settings`]: the `FIL_PROOFS_*` settings, set before filecoin-proofs reads them.
 //! - [`validate`]: checks of untrusted inputs before the Filecoin crates see
 //!   them, and the guard that turns a panic in them into an error.
@@ -22,10 +24,11 @@ pub mod registry;
 pub mod request;
 pub mod settings;
 pub mod source;
+pub mod structure;
 pub mod trust;
 pub mod validate;
 
-pub use plans::plan_for;
+pub use plans::{plan_for, plan_with, FilecoinPlanned, PlanOptions};
 pub use source::FilecoinPlans;
 
 use cuzk_core::PlanError;

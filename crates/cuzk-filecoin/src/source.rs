@@ -3,6 +3,7 @@
 //! parameter files (`v28-<circuit id>.params`) are read from one directory.
 
 use crate::params::is_official_circuit_id;
+use crate::plans::PlanOptions;
 use crate::trust::{Digests, Trust, TrustedFile};
 use cuzk_core::{ParameterFile, ParameterRecipe, PlanError, PlanSource, PointCheck, ProofPlan, ProofRequest};
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use std::sync::Arc;
 pub struct FilecoinPlans {
     param_dir: PathBuf,
     trust: Arc<Trust>,
+    options: PlanOptions,
 }
 
 impl FilecoinPlans {
@@ -26,7 +28,27 @@ impl FilecoinPlans {
         Self {
             param_dir,
             trust: Arc::new(Trust::new(Digests::published(), false)),
+            options: PlanOptions::default(),
         }
+    }
+
+    /// `allow`: plan requests whose vanilla proofs do not verify as
+    /// unverifiable (proved, their final verification skipped, a warning
+    /// logged) instead of refusing them, for benchmarks on real-structure
+    /// inputs (`[benchmark] allow_unverifiable`; see
+    /// [`PlanOptions::allow_unverifiable`]). Off unless set.
+    pub fn with_allow_unverifiable(self, allow: bool) -> Self {
+        Self {
+            options: PlanOptions {
+                allow_unverifiable: allow,
+            },
+            ..self
+        }
+    }
+
+    /// How this source plans requests.
+    pub fn options(&self) -> PlanOptions {
+        self.options
     }
 
     /// `full`: read every file with the full point check, published digest
@@ -70,7 +92,11 @@ impl PlanSource for FilecoinPlans {
     }
 
     fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
-        Some(crate::plan_for(request).map_err(PlanError::from))
+        Some(
+            crate::plan_with(request, self.options)
+                .map(|planned| planned.plan)
+                .map_err(PlanError::from),
+        )
     }
 
     /// `param_dir/<id>.params`: an official file matching its published

@@ -105,9 +105,11 @@ fn witness_path_on(request: &ProofRequest) {
             panic!("{:?}: no witness-only form", request.kind);
         };
         let host = data.r1cs.assign(data.witness.clone()).unwrap();
-        let device = GpuR1cs::upload(gpu.ordinal(), &data.r1cs.device_upload()).unwrap();
-        let [a, b, c] = device.evaluate(&data.witness.inputs, &data.witness.aux).unwrap();
-        drop(device);
+        // Uploaded for this check only (freed at the end of the statement).
+        let [a, b, c] = GpuR1cs::upload(gpu.ordinal(), &data.r1cs.device_upload())
+            .unwrap()
+            .evaluate(&data.witness.inputs, &data.witness.aux)
+            .unwrap();
         let what = format!("{:?} partition {index}", request.kind);
         assert!(
             a == host.a && b == host.b && c == host.c,

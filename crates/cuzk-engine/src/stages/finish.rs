@@ -63,16 +63,27 @@ pub(crate) fn worker(shared: &Shared, name: &str, items: &Mutex<mpsc::Receiver<F
         let Some(proofs) = job.record(partition, proof, started.elapsed()) else {
             continue;
         };
-        // Whole proof: verify every partition before reporting COMPLETED.
-        let verdict = guarded("verification", || {
-            let srs = job.srs(&shared.srs).map_err(|e| e.to_string())?;
-            job.plan.verify(srs.params(), &proofs).map_err(|e| e.to_string())
-        });
+        // Whole proof: verify every partition before reporting COMPLETED,
+        // unless the plan source accepted the request as an unverifiable
+        // benchmark (then COMPLETED says so in its message).
+        let unverified = job.plan.unverifiable();
+        let verdict = match &unverified {
+            Some(reason) => {
+                shared.metrics.unverified.inc();
+                tracing::warn!(job = %job.id, %reason, "UNVERIFIED: verification skipped (benchmark request)");
+                Ok(())
+            }
+            None => guarded("verification", || {
+                let srs = job.srs(&shared.srs).map_err(|e| e.to_string())?;
+                job.plan.verify(srs.params(), &proofs).map_err(|e| e.to_string())
+            }),
+        };
         tracing::debug!(job = %job.id, finisher = name, "assembled");
         match verdict {
             Ok(()) => {
                 let bytes = proofs.iter().flat_map(proof_to_bytes).collect();
-                finalize(shared, &job, JobStatus::Completed, bytes, String::new());
+                let note = unverified.map_or_else(String::new, |reason| format!("UNVERIFIED: {reason}"));
+                finalize(shared, &job, JobStatus::Completed, bytes, note);
             }
             Err(error) => finalize(shared, &job, JobStatus::Failed, Vec::new(), error),
         }

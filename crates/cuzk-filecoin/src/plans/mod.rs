@@ -24,15 +24,13 @@ use crate::request::{PorepInput, PostInput, SnapInput};
 use crate::validate::{catch, PANIC_MARK};
 use crate::{FilecoinError, ShapeDispatch};
 use cuzk_core::{
-    synthesize, Bls12, CompiledR1cs, PlanError, Proof, ProofKind, ProofPlan, ProofRequest, ProvingAssignment,
-    ProvingParameters, Scalar, SizeHint,
+    synthesize, Bls12, CompiledR1cs, PartitionData, PartitionWitness, PlanError, Proof, ProofKind, ProofPlan,
+    ProofRequest, ProvingAssignment, ProvingParameters, R1csCache, Scalar, SizeHint,
 };
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{MerkleTreeTrait, TreeRHasher};
-use std::collections::HashMap;
 use std::fmt::{self, Display};
-use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
 pub(crate) type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 
@@ -61,6 +59,36 @@ pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
     /// The whole proof (the partition proofs' bytes, concatenated) through
     /// filecoin-proofs' verifier of the type (see [`verdict`]).
     fn verify_whole(&self, proof: &[u8]) -> Result<(), FilecoinError>;
+    /// Why this request's proof cannot verify, when it was planned with
+    /// [`PlanOptions::allow_unverifiable`] although its vanilla proofs do not
+    /// hold; `None` for every request whose vanilla proofs hold.
+    fn unverifiable(&self) -> Option<&str>;
+}
+
+/// How Filecoin requests are planned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// The benchmark switch (`[benchmark] allow_unverifiable`, off by
+    /// default): a request whose vanilla proofs (or Merkle openings) do not
+    /// verify, such as a real-structure input ([`crate::structure`]), is
+    /// planned as unverifiable (proved, and its final verification skipped)
+    /// instead of refused. Every structural check still runs, so no
+    /// malformed input reaches storage-proofs, and a request whose vanilla
+    /// proofs hold is verified as always.
+    pub allow_unverifiable: bool,
+}
+
+impl PlanOptions {
+    /// A failed check of a request's vanilla proofs: with
+    /// [`allow_unverifiable`](Self::allow_unverifiable), the reason the plan
+    /// keeps (its proof will not be verified); otherwise the refusal.
+    pub(crate) fn unverifiable(&self, reason: String) -> Result<String, FilecoinError> {
+        if self.allow_unverifiable {
+            Ok(reason)
+        } else {
+            Err(FilecoinError::InvalidArgument(reason))
+        }
+    }
 }
 
 /// The plan of one Filecoin proof of type `P`.
@@ -80,6 +108,12 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
     /// Partition `index`'s circuit, as `CompoundProof::circuit_proofs` builds it.
     pub fn circuit(&self, index: usize) -> Result<P::Circuit, FilecoinError> {
         self.0.circuit(index)
+    }
+
+    /// Why the proof cannot verify, for a request planned as unverifiable
+    /// ([`PlanOptions::allow_unverifiable`]); `None` otherwise.
+    pub fn unverifiable(&self) -> Option<&str> {
+        self.0.unverifiable()
     }
 }
 
@@ -116,16 +150,56 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
         Ok(assignment)
     }
 
+    /// The witness (about one 32-byte scalar per constraint) with a
+    /// quarter for the vectors' slack.
+    fn witness_bytes(&self) -> Option<u64> {
+        r1cs_enabled().then(|| self.0.constraints() as u64 * 32 * 5 / 4)
+    }
+
+    /// The witness through the circuit's compiled R1CS (recorded on first
+    /// use, as for [`synthesize`](Self::synthesize)), under [`catch`].
+    fn synthesize_witness(&self, index: usize) -> Result<PartitionData, PlanError> {
+        if !r1cs_enabled() {
+            return Ok(PartitionData::Evaluated(self.synthesize(index)?));
+        }
+        let id = self.0.circuit_id();
+        let witness = catch(|| {
+            let r1cs = compiled_r1cs(id, || self.0.circuit(index))?;
+            let witness = r1cs.witness(self.0.circuit(index)?).map_err(|e| {
+                FilecoinError::Synthesis(format!("witness with the compiled R1CS of {id}: {e}"))
+            })?;
+            Ok::<_, FilecoinError>(PartitionWitness { r1cs, witness })
+        })
+        .map_err(|text| FilecoinError::Synthesis(format!("partition {index}: {PANIC_MARK}: {text}")))??;
+        Ok(PartitionData::Witness(witness))
+    }
+
     /// Empty (so verification fails, naming the partition) if storage-proofs
     /// panics making them.
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {
         catch(|| self.0.public_inputs(index)).unwrap_or_default()
     }
 
+    fn unverifiable(&self) -> Option<String> {
+        self.0.unverifiable().map(str::to_owned)
+    }
+
     /// First checks every partition with bellperson's verifier (cheap, and
     /// names the bad partition), then the whole proof with filecoin-proofs'
-    /// (a panic in either is a `Verification` error).
+    /// (a panic in either is a `Verification` error). A request planned as
+    /// unverifiable ([`PlanOptions::allow_unverifiable`]) is not verified:
+    /// its proof could not pass, and the skip is logged.
     fn verify(&self, params: &ProvingParameters, proofs: &[Proof<Bls12>]) -> Result<(), PlanError> {
+        if let Some(reason) = self.0.unverifiable() {
+            tracing::warn!(
+                circuit_id = self.0.circuit_id(),
+                partitions = proofs.len(),
+                reason,
+                "UNVERIFIED proof: verification skipped for a request planned as unverifiable \
+                 ([benchmark] allow_unverifiable)"
+            );
+            return Ok(());
+        }
         catch(|| {
             cuzk_core::plan::verify_partitions(params, proofs, |index| self.public_inputs(index))?;
             Ok(self.0.verify_whole(&proofs_bytes(proofs))?)
@@ -194,65 +268,57 @@ pub fn r1cs_enabled() -> bool {
     std::env::var("CUZK_R1CS").map_or(true, |v| !matches!(v.trim(), "off" | "0" | "false"))
 }
 
-/// One slot per circuit id. The first partition of a circuit id records
-/// into its slot while the others of that id wait on the slot's lock rather
-/// than record it again; other circuit ids are not held up (the map's lock
-/// is only held to find the slot).
-type R1csSlot = Arc<Mutex<Option<Arc<CompiledR1cs>>>>;
-
-/// The compiled R1CS of every circuit id used in this process. Kept for the
-/// life of the process: a circuit id's constraint system is fixed (its
-/// parameters are generated from it), so later partitions and proofs reuse
-/// it. Its memory is `CompiledR1cs::memory_bytes` per circuit id.
-static COMPILED: LazyLock<Mutex<HashMap<String, R1csSlot>>> = LazyLock::new(Default::default);
-
 /// The compiled R1CS of `circuit_id`, recorded from `circuit()` if this
-/// process has not recorded it yet.
+/// process does not hold it: kept in `cuzk_core::R1csCache::global()`,
+/// which the engine's memory budget counts and evicts when idle.
 pub fn compiled_r1cs<C: bellperson::Circuit<Scalar>>(
     circuit_id: &str,
     circuit: impl FnOnce() -> Result<C, FilecoinError>,
 ) -> Result<Arc<CompiledR1cs>, FilecoinError> {
-    let slot = {
-        let mut map = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
-        map.entry(circuit_id.to_owned()).or_default().clone()
-    };
-    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(r1cs) = slot.as_ref() {
-        return Ok(r1cs.clone());
-    }
-    let started = Instant::now();
-    let r1cs = CompiledR1cs::record(circuit()?)
-        .map_err(|e| FilecoinError::Synthesis(format!("recording the R1CS of {circuit_id}: {e}")))?;
-    tracing::info!(
-        circuit_id,
-        constraints = r1cs.num_constraints(),
-        nonzeros = r1cs.nonzeros(),
-        bytes = r1cs.memory_bytes(),
-        record_ms = started.elapsed().as_millis() as u64,
-        "compiled R1CS recorded"
-    );
-    let r1cs = Arc::new(r1cs);
-    *slot = Some(r1cs.clone());
-    Ok(r1cs)
+    R1csCache::global().get_or_record(circuit_id, || {
+        CompiledR1cs::record(circuit()?)
+            .map_err(|e| FilecoinError::Synthesis(format!("recording the R1CS of {circuit_id}: {e}")))
+    })
 }
 
 // ---------------------------------------------------------------- dispatch
 
-/// Builds the plan of a checked request with the tree shape of its sector
-/// size.
-enum Planned {
+/// A checked request, planned with the tree shape of its sector size.
+pub(crate) enum Planned {
     Porep(PorepInput),
     Post(PostInput),
     Snap(SnapInput),
 }
 
-impl ShapeDispatch for Planned {
-    type Out = Box<dyn ProofPlan>;
+/// [`Planned`] with its options, as the shape dispatch runs it.
+struct Planning(Planned, PlanOptions);
+
+/// A planned Filecoin request ([`plan_with`]).
+#[derive(Debug)]
+pub struct FilecoinPlanned {
+    /// The plan the engine runs.
+    pub plan: Box<dyn ProofPlan>,
+    /// Why its proof cannot verify, when it was planned as unverifiable
+    /// ([`PlanOptions::allow_unverifiable`]); `None` for a request whose
+    /// vanilla proofs hold (always, with the switch off).
+    pub unverifiable: Option<String>,
+}
+
+fn planned<P: FilecoinProof>(plan: FilecoinPlan<P>) -> FilecoinPlanned {
+    FilecoinPlanned {
+        unverifiable: plan.unverifiable().map(str::to_owned),
+        plan: Box::new(plan),
+    }
+}
+
+impl ShapeDispatch for Planning {
+    type Out = FilecoinPlanned;
     fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<Self::Out, FilecoinError> {
-        Ok(match self {
-            Planned::Porep(input) => Box::new(PorepPlan::<Tree>::new(input)?),
-            Planned::Post(input) => Box::new(PostPlan::<Tree>::new(input)?),
-            Planned::Snap(input) => Box::new(SnapPlan::<Tree>::new(input)?),
+        let Planning(input, options) = self;
+        Ok(match input {
+            Planned::Porep(input) => planned(PorepPlan::<Tree>::new_with(input, &options)?),
+            Planned::Post(input) => planned(PostPlan::<Tree>::new_with(input, &options)?),
+            Planned::Snap(input) => planned(SnapPlan::<Tree>::new_with(input, &options)?),
         })
     }
 }
@@ -260,13 +326,34 @@ impl ShapeDispatch for Planned {
 /// The plan of a Filecoin request (inputs parsed and checked). No input
 /// panics it: the request is checked before the Filecoin crates see it, and
 /// a panic in them is caught ([`crate::validate::guard`]) and refused as an
-/// `InvalidArgument`.
+/// `InvalidArgument`. A request whose vanilla proofs do not verify is
+/// refused ([`plan_with`] can allow it, for benchmarks).
 pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, FilecoinError> {
-    crate::validate::guard("the request", || plan_checked(request))
+    plan_with(request, PlanOptions::default()).map(|planned| planned.plan)
 }
 
-fn plan_checked(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, FilecoinError> {
-    let (size, planned) = match request.kind {
+/// [`plan_for`] with `options`. A request planned as unverifiable is
+/// logged (a warning naming it and the reason) here, at plan time, and
+/// again when its verification is skipped.
+pub fn plan_with(request: &ProofRequest, options: PlanOptions) -> Result<FilecoinPlanned, FilecoinError> {
+    let planned = crate::validate::guard("the request", || plan_checked(request, options))?;
+    if let Some(reason) = &planned.unverifiable {
+        tracing::warn!(
+            request_id = %request.request_id,
+            kind = ?request.kind,
+            registered_proof = request.registered_proof,
+            circuit_id = %planned.plan.circuit_id(),
+            reason = %reason,
+            "UNVERIFIABLE request planned ([benchmark] allow_unverifiable = true): it is proved, \
+             its proof will not be verified"
+        );
+    }
+    Ok(planned)
+}
+
+/// A request's checked input and its sector size.
+pub(crate) fn parse_request(request: &ProofRequest) -> Result<(u64, Planned), FilecoinError> {
+    Ok(match request.kind {
         ProofKind::PorepSealCommit => {
             let input = PorepInput::parse(request)?;
             (u64::from(input.registered.sector_size()), Planned::Porep(input))
@@ -279,6 +366,10 @@ fn plan_checked(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, FilecoinEr
             let input = SnapInput::parse(request)?;
             (u64::from(input.registered.sector_size()), Planned::Snap(input))
         }
-    };
-    crate::dispatch_shape(size, planned)
+    })
+}
+
+fn plan_checked(request: &ProofRequest, options: PlanOptions) -> Result<FilecoinPlanned, FilecoinError> {
+    let (size, planned) = parse_request(request)?;
+    crate::dispatch_shape(size, Planning(planned, options))
 }

@@ -1,6 +1,6 @@
 //! PoRep commit phase 2: one partition per vanilla partition proof of C1.
 
-use super::{internal, verdict, FilecoinPlan, FilecoinProof, TreeDomain};
+use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, TreeDomain};
 use crate::request::PorepInput;
 use crate::validate::{self, guard};
 use crate::FilecoinError;
@@ -30,6 +30,8 @@ pub struct Porep<Tree: 'static + MerkleTreeTrait> {
     pub_params: stacked::PublicParams<Tree>,
     vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
     constraints: usize,
+    /// Why the proof cannot verify ([`PlanOptions::allow_unverifiable`]).
+    unverifiable: Option<String>,
 }
 
 impl<Tree: 'static + MerkleTreeTrait> fmt::Debug for Porep<Tree> {
@@ -38,6 +40,7 @@ impl<Tree: 'static + MerkleTreeTrait> fmt::Debug for Porep<Tree> {
             .field("registered_proof", &self.input.registered)
             .field("sector", &self.input.sector_number)
             .field("partitions", &self.vanilla.len())
+            .field("unverifiable", &self.unverifiable.is_some())
             .finish()
     }
 }
@@ -45,7 +48,12 @@ impl<Tree: 'static + MerkleTreeTrait> fmt::Debug for Porep<Tree> {
 impl<Tree: 'static + MerkleTreeTrait> PorepPlan<Tree> {
     /// The plan of a checked PoRep request.
     pub fn new(input: PorepInput) -> Result<Self, FilecoinError> {
-        Porep::new(input).map(FilecoinPlan::from_proof)
+        Self::new_with(input, &PlanOptions::default())
+    }
+
+    /// The plan of a checked PoRep request, with `options`.
+    pub fn new_with(input: PorepInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
+        Porep::new_with(input, options).map(FilecoinPlan::from_proof)
     }
 }
 
@@ -54,6 +62,14 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
     /// hold for its commitments, seed and the replica id of the request's
     /// miner and sector.
     pub fn new(input: PorepInput) -> Result<Self, FilecoinError> {
+        Self::new_with(input, &PlanOptions::default())
+    }
+
+    /// [`new`](Self::new) with `options`: with
+    /// [`PlanOptions::allow_unverifiable`], vanilla proofs that do not hold
+    /// (openings, labels, challenges) make the plan unverifiable instead of
+    /// refusing it; every other check is the same.
+    pub fn new_with(input: PorepInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
         let invalid = FilecoinError::InvalidArgument;
         let config = input.registered.as_v1_config();
         let c1 = &input.c1;
@@ -83,7 +99,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         let pub_params = <Compound<Tree> as CompoundProof<Vanilla<'_, Tree>, _>>::setup(&setup)
             .map_err(internal)?
             .vanilla_params;
-        check_shapes(&vanilla, &pub_params, u64::from(config.sector_size))?;
+        let mut unverifiable = check_shapes(&vanilla, &pub_params, u64::from(config.sector_size), options)?;
         let replica_id: TreeDomain<Tree> = {
             let fr: Scalar = c1.replica_id.into();
             fr.into()
@@ -118,19 +134,25 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         // The vanilla proofs must hold for these commitments and this seed
         // (storage-proofs' vanilla verifier: Merkle paths and labels, cheap
         // next to the SNARK), so a mismatched C1 is refused now rather than
-        // failing verification after the proving work.
-        let valid = guard("the C1 vanilla proofs", || {
-            Ok(<Vanilla<'_, Tree> as ProofScheme<'_>>::verify_all_partitions(
-                &pub_params,
-                &pub_inputs,
-                &vanilla,
-            )
-            .unwrap_or(false))
-        })?;
-        if !valid {
-            return Err(invalid(
-                "the C1 vanilla proofs do not verify against its comm_r, comm_d, seed and replica_id".into(),
-            ));
+        // failing verification after the proving work. (Already known not
+        // to hold when an opening failed above.)
+        if unverifiable.is_none() {
+            let valid = guard("the C1 vanilla proofs", || {
+                Ok(<Vanilla<'_, Tree> as ProofScheme<'_>>::verify_all_partitions(
+                    &pub_params,
+                    &pub_inputs,
+                    &vanilla,
+                )
+                .unwrap_or(false))
+            })?;
+            if !valid {
+                unverifiable = Some(
+                    options.unverifiable(
+                        "the C1 vanilla proofs do not verify against its comm_r, comm_d, seed and replica_id"
+                            .into(),
+                    )?,
+                );
+            }
         }
         let constraints = crate::constraints::porep(u64::from(config.sector_size));
         Ok(Self {
@@ -140,6 +162,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
             pub_params,
             vanilla,
             constraints,
+            unverifiable,
         })
     }
 }
@@ -152,16 +175,23 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
 /// their roots and indices, the circuit opens them fully: so they are
 /// verified here), as many DRG and expander parent columns as the graph has
 /// parents, and one labeling proof per layer.
+///
+/// An opening that does not hash to its root is a vanilla proof that does
+/// not verify, not a malformed one: refused, or with
+/// [`PlanOptions::allow_unverifiable`] returned as the reason the plan is
+/// unverifiable (the shapes are all checked either way).
 fn check_shapes<Tree: 'static + MerkleTreeTrait>(
     vanilla: &[Vec<stacked::Proof<Tree, DefaultPieceHasher>>],
     pub_params: &stacked::PublicParams<Tree>,
     sector_size: u64,
-) -> Result<(), FilecoinError> {
+    options: &PlanOptions,
+) -> Result<Option<String>, FilecoinError> {
     let invalid = FilecoinError::InvalidArgument;
     let leaves = (sector_size / 32) as usize;
     let layers = pub_params.num_layers;
     let drg = pub_params.graph.base_graph().degree();
     let exp = pub_params.graph.expansion_degree();
+    let mut unverifiable = None;
     for (k, partition) in vanilla.iter().enumerate() {
         for (j, proof) in partition.iter().enumerate() {
             let what = format!("C1 partition {k} challenge proof {j}");
@@ -176,10 +206,10 @@ fn check_shapes<Tree: 'static + MerkleTreeTrait>(
                 ("comm_d_proofs", proof.comm_d_proofs.verify()),
                 ("comm_r_last_proof", proof.comm_r_last_proof.verify()),
             ] {
-                if !opening {
-                    return Err(invalid(format!(
+                if !opening && unverifiable.is_none() {
+                    unverifiable = Some(options.unverifiable(format!(
                         "{what}: {name} does not open its root (its path does not hash to it)"
-                    )));
+                    ))?);
                 }
             }
             let columns = &proof.replica_column_proofs;
@@ -198,7 +228,7 @@ fn check_shapes<Tree: 'static + MerkleTreeTrait>(
             }
         }
     }
-    Ok(())
+    Ok(unverifiable)
 }
 
 impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
@@ -234,6 +264,10 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
             Some(index),
         )
         .unwrap_or_default()
+    }
+
+    fn unverifiable(&self) -> Option<&str> {
+        self.unverifiable.as_deref()
     }
 
     fn verify_whole(&self, proof: &[u8]) -> Result<(), FilecoinError> {

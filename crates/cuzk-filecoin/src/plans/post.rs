@@ -1,7 +1,7 @@
 //! WinningPoSt (one circuit over all challenged sectors) and one WindowPoSt
 //! partition.
 
-use super::{internal, verdict, FilecoinPlan, FilecoinProof, TreeDomain};
+use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, TreeDomain};
 use crate::request::PostInput;
 use crate::validate::{self, guard};
 use crate::FilecoinError;
@@ -33,6 +33,8 @@ pub struct Post<Tree: 'static + MerkleTreeTrait> {
     partition: Vec<fallback::Proof<<Tree as MerkleTreeTrait>::Proof>>,
     sectors: Vec<(SectorId, TreeDomain<Tree>)>,
     constraints: usize,
+    /// Why the proof cannot verify ([`PlanOptions::allow_unverifiable`]).
+    unverifiable: Option<String>,
 }
 
 impl<Tree: 'static + MerkleTreeTrait> fmt::Debug for Post<Tree> {
@@ -41,6 +43,7 @@ impl<Tree: 'static + MerkleTreeTrait> fmt::Debug for Post<Tree> {
             .field("registered_proof", &self.input.registered)
             .field("sectors", &self.sectors.len())
             .field("partition_index", &self.input.partition_index)
+            .field("unverifiable", &self.unverifiable.is_some())
             .finish()
     }
 }
@@ -48,7 +51,12 @@ impl<Tree: 'static + MerkleTreeTrait> fmt::Debug for Post<Tree> {
 impl<Tree: 'static + MerkleTreeTrait> PostPlan<Tree> {
     /// The plan of a checked PoSt request.
     pub fn new(input: PostInput) -> Result<Self, FilecoinError> {
-        Post::new(input).map(FilecoinPlan::from_proof)
+        Self::new_with(input, &PlanOptions::default())
+    }
+
+    /// The plan of a checked PoSt request, with `options`.
+    pub fn new_with(input: PostInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
+        Post::new_with(input, options).map(FilecoinPlan::from_proof)
     }
 }
 
@@ -56,6 +64,15 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
     /// Checks the vanilla proofs against the request: they must answer the
     /// partition's challenges for its randomness, prover and sectors.
     pub fn new(input: PostInput) -> Result<Self, FilecoinError> {
+        Self::new_with(input, &PlanOptions::default())
+    }
+
+    /// [`new`](Self::new) with `options`: with
+    /// [`PlanOptions::allow_unverifiable`], vanilla proofs that do not
+    /// answer the challenges make the plan unverifiable instead of refusing
+    /// it (the partition is then laid out as filecoin-proofs lays it out);
+    /// every other check is the same.
+    pub fn new_with(input: PostInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
         let invalid = FilecoinError::InvalidArgument;
         let config = input.registered.as_v1_config();
         let proofs: Vec<FallbackPoStSectorProof<Tree>> = input
@@ -83,6 +100,21 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
             .iter()
             .map(|&(id, comm_r)| PublicSector { id, comm_r })
             .collect();
+        // With the switch on, an inclusion proof that does not open its root
+        // makes the request unverifiable before filecoin-proofs lays out the
+        // partition: that verifies every inclusion proof and logs an error
+        // for each one that fails (23,490 lines for a full 32 GiB WindowPoSt
+        // partition of real-structure inputs).
+        let mut unverifiable = None;
+        if options.allow_unverifiable {
+            unverifiable = proofs.iter().enumerate().find_map(|(i, proof)| {
+                let sector = proof.vanilla_proof.sectors.first()?;
+                let j = sector.inclusion_proofs.iter().position(|p| !p.verify())?;
+                Some(format!(
+                    "vanilla_proofs[{i}] inclusion proof {j} does not open its root (its path does not hash to it)"
+                ))
+            });
+        }
         let (pub_params, pub_inputs, partition, constraints) = match config.typ {
             PoStType::Winning => {
                 if proofs.len() != config.sector_count {
@@ -111,16 +143,32 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
                     k: None,
                 };
                 let partitions = pub_params.partitions.unwrap_or(1);
-                let mut partitioned = guard("the PoSt vanilla proofs", || {
-                    filecoin_proofs::partition_vanilla_proofs(
-                        &config,
-                        &pub_params.vanilla_params,
-                        &pub_inputs,
-                        partitions,
-                        &proofs,
-                    )
-                    .map_err(|e| invalid(format!("vanilla proofs do not match the challenges: {e:#}")))
-                })?;
+                // filecoin-proofs' layout, which verifies the proofs (unless
+                // they are already known not to hold).
+                let laid_out = match unverifiable {
+                    Some(_) => None,
+                    None => Some(guard("the PoSt vanilla proofs", || {
+                        Ok(filecoin_proofs::partition_vanilla_proofs(
+                            &config,
+                            &pub_params.vanilla_params,
+                            &pub_inputs,
+                            partitions,
+                            &proofs,
+                        ))
+                    })?),
+                };
+                let own = || vec![winning_partition(&proofs, pub_params.vanilla_params.sector_count)];
+                let mut partitioned = match laid_out {
+                    Some(Ok(partitioned)) => partitioned,
+                    Some(Err(e)) => {
+                        unverifiable = Some(
+                            options
+                                .unverifiable(format!("vanilla proofs do not match the challenges: {e:#}"))?,
+                        );
+                        own()
+                    }
+                    None => own(),
+                };
                 if partitioned.len() != 1 {
                     return Err(FilecoinError::Internal(format!(
                         "WinningPoSt split into {} partitions",
@@ -165,20 +213,31 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
                     sectors: public_sectors,
                     k: Some(input.partition_index as usize),
                 };
-                let partition = guard("the PoSt vanilla proofs", || {
-                    filecoin_proofs::single_partition_vanilla_proofs(
-                        &config,
-                        &pub_params.vanilla_params,
-                        &pub_inputs,
-                        &proofs,
-                    )
-                    .map_err(|e| {
-                        invalid(format!(
+                // filecoin-proofs' layout, which verifies the proofs (unless
+                // they are already known not to hold).
+                let laid_out = match unverifiable {
+                    Some(_) => None,
+                    None => Some(guard("the PoSt vanilla proofs", || {
+                        Ok(filecoin_proofs::single_partition_vanilla_proofs(
+                            &config,
+                            &pub_params.vanilla_params,
+                            &pub_inputs,
+                            &proofs,
+                        ))
+                    })?),
+                };
+                let own = || window_partition(&proofs, pub_params.vanilla_params.sector_count);
+                let partition = match laid_out {
+                    Some(Ok(partition)) => partition,
+                    Some(Err(e)) => {
+                        unverifiable = Some(options.unverifiable(format!(
                             "vanilla proofs do not match partition {}'s challenges: {e:#}",
                             input.partition_index
-                        ))
-                    })
-                })?;
+                        ))?);
+                        own()
+                    }
+                    None => own(),
+                };
                 let constraints = crate::constraints::window(u64::from(config.sector_size));
                 (
                     pub_params.vanilla_params,
@@ -196,8 +255,8 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
             k: Some(if config.typ == PoStType::Winning { 0 } else { k }),
             ..pub_inputs.clone()
         };
-        let answers =
-            guard("the PoSt vanilla proofs", || {
+        let answers = unverifiable.is_some()
+            || guard("the PoSt vanilla proofs", || {
                 Ok(<FallbackPoSt<'_, Tree> as ProofScheme<'_>>::verify(
                     &pub_params,
                     &check_inputs,
@@ -206,10 +265,10 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
                 .unwrap_or(false))
             })?;
         if !answers {
-            return Err(invalid(format!(
+            unverifiable = Some(options.unverifiable(format!(
                 "the vanilla proofs do not answer partition {k}'s challenges \
                  (wrong partition_index, randomness, miner_id or sectors?)"
-            )));
+            ))?);
         }
         Ok(Self {
             input,
@@ -219,7 +278,61 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
             partition,
             sectors,
             constraints,
+            unverifiable,
         })
+    }
+}
+
+/// The WindowPoSt partition of `proofs` (checked by [`check_sector_proof`])
+/// as filecoin-proofs' `single_partition_vanilla_proofs` lays it out before
+/// it verifies it: every sector's proof in request order (the first proof
+/// of each sector id, as its lookup finds them), the last repeated up to
+/// the partition's `sector_count`. Used for unverifiable requests, which
+/// that function refuses.
+fn window_partition<Tree: 'static + MerkleTreeTrait>(
+    proofs: &[FallbackPoStSectorProof<Tree>],
+    sector_count: usize,
+) -> fallback::Proof<<Tree as MerkleTreeTrait>::Proof> {
+    let mut sectors: Vec<_> = proofs
+        .iter()
+        .filter_map(|p| proofs.iter().find(|q| q.sector_id == p.sector_id))
+        .flat_map(|p| p.vanilla_proof.sectors.iter().cloned())
+        .collect();
+    pad(&mut sectors, sector_count);
+    fallback::Proof { sectors }
+}
+
+/// The WinningPoSt partition of `proofs` (one sector proof, checked by
+/// [`check_sector_proof`]) as filecoin-proofs' `partition_vanilla_proofs`
+/// lays it out: each inclusion proof a sector proof of its own, the last
+/// repeated up to `sector_count`. Used for unverifiable requests.
+fn winning_partition<Tree: 'static + MerkleTreeTrait>(
+    proofs: &[FallbackPoStSectorProof<Tree>],
+    sector_count: usize,
+) -> fallback::Proof<<Tree as MerkleTreeTrait>::Proof> {
+    let mut sectors: Vec<_> = proofs
+        .iter()
+        .flat_map(|p| &p.vanilla_proof.sectors)
+        .flat_map(|sector| {
+            sector
+                .inclusion_proofs
+                .iter()
+                .map(|inclusion| fallback::SectorProof {
+                    inclusion_proofs: vec![inclusion.clone()],
+                    comm_c: sector.comm_c,
+                    comm_r_last: sector.comm_r_last,
+                })
+        })
+        .collect();
+    pad(&mut sectors, sector_count);
+    fallback::Proof { sectors }
+}
+
+/// Repeats the last element until `v` holds `len` (the circuit's sector
+/// count; `v` is never empty here: the request holds a checked proof).
+fn pad<T: Clone>(v: &mut Vec<T>, len: usize) {
+    while let Some(last) = v.last().filter(|_| v.len() < len).cloned() {
+        v.push(last);
     }
 }
 
@@ -297,6 +410,10 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
             Some(index),
         )
         .unwrap_or_default()
+    }
+
+    fn unverifiable(&self) -> Option<&str> {
+        self.unverifiable.as_deref()
     }
 
     fn verify_whole(&self, proof: &[u8]) -> Result<(), FilecoinError> {

@@ -1,6 +1,6 @@
 //! SnapDeals empty-sector update: one partition per vanilla partition proof.
 
-use super::{internal, verdict, FilecoinPlan, FilecoinProof};
+use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions};
 use crate::request::SnapInput;
 use crate::validate::{self, guard};
 use crate::FilecoinError;
@@ -23,6 +23,8 @@ pub struct Snap<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
     pub_params: storage_proofs_update::PublicParams,
     vanilla: Vec<PartitionProof<Tree>>,
     constraints: usize,
+    /// Why the proof cannot verify ([`PlanOptions::allow_unverifiable`]).
+    unverifiable: Option<String>,
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> fmt::Debug for Snap<Tree> {
@@ -30,6 +32,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> fmt::Debug for Snap<
         f.debug_struct("SnapPlan")
             .field("registered_proof", &self.input.registered)
             .field("partitions", &self.vanilla.len())
+            .field("unverifiable", &self.unverifiable.is_some())
             .finish()
     }
 }
@@ -37,7 +40,12 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> fmt::Debug for Snap<
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapPlan<Tree> {
     /// The plan of a checked SnapDeals request.
     pub fn new(input: SnapInput) -> Result<Self, FilecoinError> {
-        Snap::new(input).map(FilecoinPlan::from_proof)
+        Self::new_with(input, &PlanOptions::default())
+    }
+
+    /// The plan of a checked SnapDeals request, with `options`.
+    pub fn new_with(input: SnapInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
+        Snap::new_with(input, options).map(FilecoinPlan::from_proof)
     }
 }
 
@@ -45,6 +53,15 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
     /// Checks the vanilla partition proofs against the request: all of the
     /// update's partitions, in order, for its commitments.
     pub fn new(input: SnapInput) -> Result<Self, FilecoinError> {
+        Self::new_with(input, &PlanOptions::default())
+    }
+
+    /// [`new`](Self::new) with `options`: with
+    /// [`PlanOptions::allow_unverifiable`], partition proofs that do not
+    /// verify make the plan unverifiable instead of refusing it, provided
+    /// they still meet what the circuit asserts while it is synthesised
+    /// ([`check_circuit_preconditions`]); every other check is the same.
+    pub fn new_with(input: SnapInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
         let invalid = FilecoinError::InvalidArgument;
         let config = input.registered.as_v1_config();
         let update = SectorUpdateConfig::from_porep_config(&config);
@@ -112,12 +129,18 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
             )
             .unwrap_or(false))
         })?;
-        if !valid {
-            return Err(invalid(
+        let unverifiable = if valid {
+            None
+        } else {
+            let reason = options.unverifiable(
                 "the vanilla partition proofs do not verify, in this order, against comm_r_old, comm_r_new and comm_d_new"
                     .into(),
-            ));
-        }
+            )?;
+            // Proofs that verify meet these; others must be checked, or the
+            // circuit's own assertions would panic it.
+            check_circuit_preconditions(&vanilla, &pub_inputs, &pub_params)?;
+            Some(reason)
+        };
         let constraints = crate::constraints::snap(u64::from(config.sector_size));
         Ok(Self {
             input,
@@ -126,8 +149,72 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
             pub_params,
             vanilla,
             constraints,
+            unverifiable,
         })
     }
+}
+
+/// What `EmptySectorUpdateCircuit` asserts (panics on) while it is
+/// synthesised, for partition proofs that do not verify: per partition, one
+/// partition path (TreeD's top `partition_bit_len` levels) shared by all
+/// challenge proofs, and each challenge's new replica leaf the encoding of
+/// its old leaf and data (`leaf_r_new = leaf_r_old + leaf_d_new * rho`, with
+/// rho of the challenge the circuit derives from comm_r_new).
+fn check_circuit_preconditions<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    vanilla: &[PartitionProof<Tree>],
+    pub_inputs: &storage_proofs_update::PublicInputs,
+    pub_params: &storage_proofs_update::PublicParams,
+) -> Result<(), FilecoinError> {
+    use storage_proofs_core::merkle::MerkleProofTrait;
+    let invalid = FilecoinError::InvalidArgument;
+    let phi = storage_proofs_update::vanilla::phi(&pub_inputs.comm_d_new, &pub_inputs.comm_r_old);
+    let bits = pub_params.challenge_bit_len;
+    let top = bits - pub_params.partition_bit_len;
+    let high_shift = bits.saturating_sub(pub_inputs.h);
+    for (k, proof) in vanilla.iter().enumerate() {
+        if proof.challenge_proofs.len() != pub_params.challenge_count {
+            return Err(invalid(format!(
+                "vanilla_proofs[{k}] holds {} challenge proofs, a partition has {}",
+                proof.challenge_proofs.len(),
+                pub_params.challenge_count
+            )));
+        }
+        if proof.apex_leafs.len() != pub_params.apex_leaf_count {
+            return Err(invalid(format!(
+                "vanilla_proofs[{k}] holds {} apex leaves, a partition has {}",
+                proof.apex_leafs.len(),
+                pub_params.apex_leaf_count
+            )));
+        }
+        let partition_path = |j: usize| -> Vec<_> {
+            proof.challenge_proofs[j].proof_d_new.path()[top..]
+                .iter()
+                .map(|(hashes, _)| hashes.clone())
+                .collect()
+        };
+        let first = partition_path(0);
+        let challenges =
+            storage_proofs_update::Challenges::new(pub_params.sector_nodes, pub_inputs.comm_r_new, k);
+        for (j, (challenge, c)) in proof.challenge_proofs.iter().zip(challenges).enumerate() {
+            let what = format!("vanilla_proofs[{k}] challenge proof {j}");
+            if partition_path(j) != first {
+                return Err(invalid(format!(
+                    "{what}: its TreeD path's top {} levels differ from the partition's first challenge's",
+                    pub_params.partition_bit_len
+                )));
+            }
+            let rho = storage_proofs_update::vanilla::rho(&phi, c >> high_shift);
+            let old: Scalar = challenge.proof_r_old.leaf().into();
+            let data: Scalar = challenge.proof_d_new.leaf().into();
+            let new: Scalar = challenge.proof_r_new.leaf().into();
+            if old + data * rho != new {
+                return Err(invalid(format!(
+                    "{what}: its new replica leaf is not the encoding of its old leaf and data"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The shape of partition proof `i` before storage-proofs' verifier (which
@@ -184,6 +271,10 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> FilecoinProof for Sn
             Some(index),
         )
         .unwrap_or_default()
+    }
+
+    fn unverifiable(&self) -> Option<&str> {
+        self.unverifiable.as_deref()
     }
 
     fn verify_whole(&self, proof: &[u8]) -> Result<(), FilecoinError> {

@@ -1,0 +1,428 @@
+//! Real-structure inputs (issue 13): `cuzk-bench real-inputs` writes
+//! requests with the exact structure of production sectors (random values,
+//! see `cuzk_filecoin::structure`) for the bench client to submit, and
+//! `cuzk-bench real-synthesis` measures the host side of one real partition
+//! at full size (circuit build, synthesis, the compiled R1CS, witness,
+//! a, b, c), generating its input in memory, and prints one JSON line.
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use cuzk_core::{CompiledR1cs, ProofRequest, Scalar, SizeHint};
+use cuzk_filecoin::structure::{self, CircuitWork, StructureInput, StructureSpec};
+use cuzk_filecoin::{FilecoinError, PlanOptions};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// The highest peak RSS of any step (each step resets the kernel's peak).
+static PEAK_RSS: AtomicU64 = AtomicU64::new(0);
+
+const ALLOW: PlanOptions = PlanOptions {
+    allow_unverifiable: true,
+};
+
+fn parse_spec(s: &str) -> Result<StructureSpec, String> {
+    s.parse().map_err(|e: FilecoinError| e.to_string())
+}
+
+#[derive(Args, Debug)]
+pub struct RealInputsArgs {
+    /// What to make: <kind>-<size>, kind porep, window-post, winning-post or
+    /// snap, size 2k, 8m, 512m, 32g or 64g (porep-32g, porep-64g,
+    /// window-post-32g, winning-post-32g, snap-32g, porep-2k, ...).
+    #[arg(long = "proof", value_parser = parse_spec)]
+    proof: StructureSpec,
+    /// Output directory (created if missing).
+    #[arg(long)]
+    out: PathBuf,
+    /// Seed of the random values (the same seed writes the same bytes).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// WindowPoSt: sectors in the partition (default: a full partition,
+    /// 2349 for 32 GiB).
+    #[arg(long)]
+    sectors: Option<usize>,
+}
+
+/// The bytes a request carries in its SubmitProof message (vanilla proofs,
+/// and a few fields).
+fn request_bytes(request: &ProofRequest) -> usize {
+    request.vanilla_proof.len() + request.vanilla_proofs.iter().map(Vec::len).sum::<usize>() + 256
+}
+
+pub fn run_inputs(args: RealInputsArgs) -> anyhow::Result<()> {
+    let spec = StructureSpec {
+        seed: args.seed,
+        sectors: args.sectors,
+        ..args.proof
+    };
+    let started = Instant::now();
+    let input = structure::generate(&spec).with_context(|| format!("generating {spec}"))?;
+    let made = started.elapsed();
+    let path = input.write(&args.out)?;
+    let request = input.proof_request()?;
+    // Plan it as a daemon with the switch on would: every structural check.
+    let planned = cuzk_filecoin::plan_with(&request, ALLOW).context("planning the written request")?;
+    let file_len = std::fs::metadata(&path)?.len();
+    let message = request_bytes(&request);
+    println!(
+        "{spec} (seed {}): {} in {:.1}s",
+        args.seed,
+        path.display(),
+        made.as_secs_f64()
+    );
+    println!(
+        "  file {:.1} MiB; SubmitProof message about {:.1} MiB (limit {} MiB, daemon and client)",
+        file_len as f64 / f64::from(1 << 20),
+        message as f64 / f64::from(1 << 20),
+        cuzk_proto::MAX_MESSAGE_BYTES >> 20
+    );
+    anyhow::ensure!(
+        message < cuzk_proto::MAX_MESSAGE_BYTES,
+        "the request exceeds the gRPC message limit"
+    );
+    println!(
+        "  circuit {} x {} partition(s)",
+        planned.plan.circuit_id(),
+        planned.plan.partitions()
+    );
+    if let Some(reason) = &planned.unverifiable {
+        println!("  unverifiable ({reason}): the daemon needs [benchmark] allow_unverifiable = true");
+    }
+    let submit = match &input {
+        StructureInput::Porep(_) => format!("--type porep --c1 {}", path.display()),
+        StructureInput::Vanilla(file) => {
+            let kind = match file.proof_kind {
+                cuzk_filecoin::fixtures::RequestKind::Winning => "winning",
+                cuzk_filecoin::fixtures::RequestKind::Wpost => "wpost",
+                cuzk_filecoin::fixtures::RequestKind::Snap => "snap",
+            };
+            format!("--type {kind} --vanilla {}", path.display())
+        }
+    };
+    println!("  submit: cuzk-bench batch {submit} [--embedded --allow-unverifiable]");
+    Ok(())
+}
+
+/// Measurement steps that can be left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Step {
+    /// `cuzk_core::synthesize` (the bellperson-style constraint system).
+    Synthesize,
+    /// a, b, c from the compiled R1CS and the witness.
+    Assign,
+}
+
+#[derive(Args, Debug)]
+pub struct RealSynthesisArgs {
+    /// The real-structure input whose partition is measured (see
+    /// `real-inputs`).
+    #[arg(long = "proof", value_parser = parse_spec, default_value = "porep-32g")]
+    proof: StructureSpec,
+    /// The partition.
+    #[arg(long, default_value_t = 0)]
+    partition: usize,
+    /// Seed of the random values.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Steps to leave out (they are also left out, with the reason, when
+    /// the machine's available memory cannot hold them).
+    #[arg(long, value_enum)]
+    skip: Vec<Step>,
+}
+
+/// This process's CPU seconds (user + system) from /proc/self/stat, in
+/// the kernel's fixed 100 Hz user-visible clock ticks.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    // Fields after the command name (which may hold spaces, in brackets):
+    // utime and stime are the 14th and 15th fields of the line.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// A field of /proc/self/status or /proc/meminfo, in bytes.
+fn kib_field(file: &str, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let line = text.lines().find(|l| l.starts_with(&format!("{field}:")))?;
+    line.split_whitespace()
+        .nth(1)?
+        .parse::<u64>()
+        .ok()
+        .map(|kib| kib << 10)
+}
+
+/// Resets this process's peak RSS (Linux: `5` into /proc/self/clear_refs),
+/// so each step's peak is its own; false where the kernel does not allow it.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// A step's wall and CPU time, and the peak RSS while it ran.
+struct Timed {
+    started: Instant,
+    cpu: f64,
+    peak_reset: bool,
+}
+
+impl Timed {
+    fn start() -> Self {
+        let peak_reset = reset_peak_rss();
+        Self {
+            started: Instant::now(),
+            cpu: cpu_seconds(),
+            peak_reset,
+        }
+    }
+
+    fn stop(self, mut extra: Value) -> Value {
+        let wall = self.started.elapsed().as_secs_f64();
+        let cpu = cpu_seconds() - self.cpu;
+        let peak = kib_field("/proc/self/status", "VmHWM");
+        if let Some(map) = extra.as_object_mut() {
+            map.insert("wall_s".into(), json!(round(wall)));
+            map.insert("cpu_s".into(), json!(round(cpu)));
+            map.insert("cores_used".into(), json!(round(cpu / wall.max(1e-9))));
+            if self.peak_reset {
+                map.insert("peak_rss_bytes".into(), json!(peak));
+            }
+            PEAK_RSS.fetch_max(peak.unwrap_or(0), Ordering::Relaxed);
+        }
+        eprintln!("  {:.1} s wall, {:.1} CPU-s", wall, cpu);
+        extra
+    }
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn available_bytes() -> u64 {
+    kib_field("/proc/meminfo", "MemAvailable").unwrap_or(u64::MAX)
+}
+
+/// Host bytes `cuzk_core::synthesize` holds at the end: a, b, c reserved at
+/// the FFT domain size, the aux and input assignments (32-byte scalars), and
+/// the density bitmaps.
+fn assignment_bytes(constraints: usize, aux: usize, inputs: usize) -> u64 {
+    (3 * constraints.next_power_of_two() as u64 + aux as u64 + inputs as u64) * 32 + aux as u64 / 4
+}
+
+/// Headroom kept free when deciding whether a step fits.
+const MARGIN: u64 = 1 << 30;
+
+/// The measurement, as a [`CircuitWork`] on the partition's circuit.
+struct Measure {
+    skip: Vec<Step>,
+    out: serde_json::Map<String, Value>,
+}
+
+impl Measure {
+    fn skipped(&mut self, key: &str, why: String) {
+        eprintln!("{key}: skipped ({why})");
+        self.out.insert(key.into(), json!({ "skipped": why }));
+    }
+
+    /// Whether `step` runs: not skipped by the flag, and its estimated
+    /// `need` fits in the available memory.
+    fn fits(&mut self, key: &str, step: Step, need: u64) -> bool {
+        if self.skip.contains(&step) {
+            self.skipped(key, "--skip".into());
+            return false;
+        }
+        let available = available_bytes();
+        if need + MARGIN > available {
+            let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+            self.skipped(
+                key,
+                format!(
+                    "needs about {:.1} GiB more, {:.1} GiB available",
+                    gib(need),
+                    gib(available)
+                ),
+            );
+            return false;
+        }
+        true
+    }
+}
+
+impl CircuitWork for Measure {
+    type Out = serde_json::Map<String, Value>;
+
+    fn run<C: bellperson::Circuit<Scalar>>(
+        mut self,
+        circuit: &dyn Fn() -> Result<C, FilecoinError>,
+    ) -> Result<Self::Out, FilecoinError> {
+        let synthesis = |e: cuzk_core::R1csError| FilecoinError::Synthesis(e.to_string());
+
+        eprintln!("circuit build ...");
+        let t = Timed::start();
+        let built = circuit()?;
+        self.out.insert("circuit_build".into(), t.stop(json!({})));
+
+        // The compiled R1CS first: its counts size the other steps' estimates.
+        eprintln!("record (CompiledR1cs::record) ...");
+        let t = Timed::start();
+        let r1cs = CompiledR1cs::record(built).map_err(synthesis)?;
+        let record = t.stop(json!({
+            "constraints": r1cs.num_constraints(),
+            "inputs": r1cs.num_inputs(),
+            "aux": r1cs.num_aux(),
+            "nonzeros": r1cs.nonzeros(),
+            "memory_bytes": r1cs.memory_bytes(),
+        }));
+        self.out.insert("record".into(), record);
+        let (constraints, inputs, aux) = (r1cs.num_constraints(), r1cs.num_inputs(), r1cs.num_aux());
+        let full = assignment_bytes(constraints, aux, inputs);
+        self.out.insert(
+            "bytes".into(),
+            json!({
+                "witness": (aux + inputs) * 32,
+                "assignment": full,
+                "compiled_r1cs": r1cs.memory_bytes(),
+            }),
+        );
+
+        eprintln!("witness (CompiledR1cs::witness) ...");
+        let t = Timed::start();
+        let witness = r1cs.witness(circuit()?).map_err(synthesis)?;
+        self.out
+            .insert("witness".into(), t.stop(json!({ "aux": witness.aux.len() })));
+
+        // a, b, c need the domain-sized vectors on top of the witness and
+        // the compiled R1CS, both held now.
+        let abc = full - (aux + inputs) as u64 * 32;
+        if self.fits("assign", Step::Assign, abc) {
+            eprintln!("assign (a, b, c by sparse products) ...");
+            let t = Timed::start();
+            let assignment = r1cs.assign(witness).map_err(synthesis)?;
+            self.out.insert(
+                "assign".into(),
+                t.stop(json!({ "constraints": assignment.a.len() })),
+            );
+            drop(assignment);
+        } else {
+            drop(witness);
+        }
+        drop(r1cs);
+
+        // bellperson-style synthesis last, alone in memory.
+        if self.fits("synthesize", Step::Synthesize, full) {
+            eprintln!("synthesize (cuzk_core::synthesize) ...");
+            let hint = SizeHint {
+                constraints,
+                inputs,
+                aux,
+            };
+            let t = Timed::start();
+            let assignment = cuzk_core::synthesize(circuit()?, hint)
+                .map_err(|e| FilecoinError::Synthesis(format!("synthesize: {e}")))?;
+            let out = t.stop(json!({ "constraints": assignment.a.len() }));
+            self.out.insert("synthesize".into(), out);
+        }
+        Ok(self.out)
+    }
+}
+
+pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
+    let spec = StructureSpec {
+        seed: args.seed,
+        ..args.proof
+    };
+    let mut out = serde_json::Map::new();
+    out.insert("proof".into(), json!(spec.to_string()));
+    out.insert("partition".into(), json!(args.partition));
+    out.insert("seed".into(), json!(args.seed));
+    out.insert(
+        "cores".into(),
+        json!(std::thread::available_parallelism().map_or(0, |n| n.get())),
+    );
+    out.insert("rayon_threads".into(), json!(rayon::current_num_threads()));
+    out.insert(
+        "memory_total_bytes".into(),
+        json!(kib_field("/proc/meminfo", "MemTotal")),
+    );
+
+    eprintln!("generating {spec} ...");
+    let t = Timed::start();
+    let request = structure::generate(&spec)?.proof_request()?;
+    out.insert(
+        "generate".into(),
+        t.stop(json!({ "request_bytes": request_bytes(&request) })),
+    );
+
+    // Planning (every check the daemon runs) is timed up to the first call
+    // of the work, which starts with the circuit build.
+    eprintln!("planning ...");
+    let planned = Instant::now();
+    let plan_cpu = cpu_seconds();
+    struct Planned(Measure, Instant, f64);
+    impl CircuitWork for Planned {
+        type Out = serde_json::Map<String, Value>;
+        fn run<C: bellperson::Circuit<Scalar>>(
+            self,
+            circuit: &dyn Fn() -> Result<C, FilecoinError>,
+        ) -> Result<Self::Out, FilecoinError> {
+            let Planned(mut measure, started, cpu) = self;
+            let (wall, cpu) = (started.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+            measure.out.insert(
+                "plan".into(),
+                json!({ "wall_s": round(wall), "cpu_s": round(cpu) }),
+            );
+            measure.run(circuit)
+        }
+    }
+    let measure = Measure { skip: args.skip, out };
+    let mut out = structure::with_partition_circuit(
+        &request,
+        ALLOW,
+        args.partition,
+        Planned(measure, planned, plan_cpu),
+    )?;
+    let peak = kib_field("/proc/self/status", "VmHWM").unwrap_or(0);
+    out.insert(
+        "peak_rss_bytes".into(),
+        json!(PEAK_RSS.fetch_max(peak, Ordering::Relaxed).max(peak)),
+    );
+    println!("{}", Value::Object(out));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_seconds_follow_the_work_done() {
+        let before = cpu_seconds();
+        let started = Instant::now();
+        let mut x = 1u64;
+        while started.elapsed().as_millis() < 200 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+        }
+        std::hint::black_box(x);
+        let spent = cpu_seconds() - before;
+        assert!((0.1..5.0).contains(&spent), "{spent} CPU-s for 0.2 s of work");
+    }
+
+    #[test]
+    fn assignment_bytes_reserve_the_domain() {
+        // 130,278,869 constraints: a, b, c at 2^27 each, plus aux and inputs.
+        let bytes = assignment_bytes(130_278_869, 130_169_893, 328);
+        assert_eq!(bytes, (3 << 27) * 32 + (130_169_893 + 328) * 32 + 130_169_893 / 4);
+        assert!(parse_spec("porep-32g").is_ok() && parse_spec("porep-1t").is_err());
+    }
+}

@@ -1,0 +1,251 @@
+//! `cuzk-bench real-c2`: whole real-circuit proofs (a 32 GiB PoRep C2 by
+//! default) through the embedded engine on the GPUs, from real-structure
+//! inputs (`cuzk_filecoin::structure`), with parameters of the real
+//! circuit's section sizes made in memory (random points: such proofs
+//! cannot verify, so the plan source allows unverifiable requests, as
+//! `[benchmark] allow_unverifiable` does).
+//!
+//! The circuit's R1CS is recorded first (by the plan's own witness-only
+//! synthesis of partition 0, into the process's `R1csCache`, where the
+//! engine then finds it), its counts give the parameters' section sizes,
+//! then `--count` proofs are submitted at once and timed. `--witness-only
+//! false` runs the same proofs with a, b, c computed on the host (the
+//! side-by-side run). Prints one JSON line: setup times, s/proof, GPU busy,
+//! peak RSS, the budget and the per-partition bytes in flight.
+
+use anyhow::{bail, Context};
+use clap::{ArgAction, Args};
+use cuzk_core::backend::{CudaBackend, Fallback, Residency, Tuning};
+use cuzk_core::shaped::{parameters_of_shape, Shape};
+use cuzk_core::{
+    CpuBackend, ParameterRecipe, PartitionData, PlanError, PlanSource, ProofPlan, ProofRequest,
+    ProverBackend, ProvingParameters,
+};
+use cuzk_engine::{Engine, EngineConfig, JobStatus};
+use cuzk_filecoin::structure::{generate, StructureSpec};
+use cuzk_filecoin::FilecoinPlans;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct RealC2Args {
+    /// The real-structure input (see `real-inputs`): porep-32g, porep-64g,
+    /// window-post-32g, snap-32g, ...
+    #[arg(long = "proof", default_value = "porep-32g", value_parser = parse_spec)]
+    spec: StructureSpec,
+    /// Proofs submitted at once.
+    #[arg(long, default_value_t = 1)]
+    count: usize,
+    /// Synthesise only the witness (a, b, c on the device); false: on the host.
+    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    witness_only: bool,
+    /// The engine's memory budget for partitions in flight (and R1CS).
+    #[arg(long, default_value_t = 72)]
+    memory_budget_gib: u64,
+    /// Synthesis workers (default: every core but two).
+    #[arg(long)]
+    partition_workers: Option<usize>,
+    /// Prover workers per GPU.
+    #[arg(long, default_value_t = 2)]
+    prover_workers: usize,
+}
+
+fn parse_spec(s: &str) -> Result<StructureSpec, String> {
+    s.parse().map_err(|e: cuzk_filecoin::FilecoinError| e.to_string())
+}
+
+/// Parameters made in memory, handed to the engine once.
+#[derive(Debug)]
+struct InMemory(Arc<Mutex<Option<ProvingParameters>>>);
+
+impl ParameterRecipe for InMemory {
+    fn check_available(&self) -> Result<(), PlanError> {
+        Ok(())
+    }
+
+    fn load(&self) -> Result<ProvingParameters, PlanError> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| PlanError::Parameters("the in-memory parameters were already loaded".into()))
+    }
+}
+
+/// The Filecoin plans, with the in-memory parameters for one circuit id.
+#[derive(Debug)]
+struct BenchSource {
+    plans: FilecoinPlans,
+    circuit_id: String,
+    params: Arc<Mutex<Option<ProvingParameters>>>,
+}
+
+impl PlanSource for BenchSource {
+    fn name(&self) -> &'static str {
+        "real-c2 bench"
+    }
+
+    fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
+        self.plans.plan(request)
+    }
+
+    fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
+        (circuit_id == self.circuit_id)
+            .then(|| Ok(Box::new(InMemory(Arc::clone(&self.params))) as Box<dyn ParameterRecipe>))
+    }
+}
+
+/// This process's peak resident set (VmHWM), bytes.
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Seconds the GPUs spent in CUDA regions, from the engine's metrics.
+fn gpu_busy_seconds(metrics: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("cuzk_gpu_busy_seconds"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .fold(0.0, |a, b| a + b)
+}
+
+pub fn run(args: RealC2Args) -> anyhow::Result<()> {
+    if args.count == 0 {
+        bail!("--count must be at least 1");
+    }
+    // No parameter file is read (the bench source serves its own), but the
+    // Filecoin source wants a directory.
+    let dir = std::env::temp_dir().join("cuzk-real-c2");
+    std::fs::create_dir_all(&dir)?;
+    let request = generate(&args.spec)?.proof_request()?;
+    let plans = FilecoinPlans::new(dir).with_allow_unverifiable(true);
+    let plan = plans.plan(&request).context("not a Filecoin request")??;
+    let circuit_id = plan.circuit_id();
+
+    // The R1CS, recorded as the engine's synthesis would (and kept in the
+    // process's cache for it), with partition 0's witness timed.
+    let started = Instant::now();
+    let PartitionData::Witness(first) = plan.synthesize_witness(0)? else {
+        bail!("{circuit_id} has no witness-only form (CUZK_R1CS=off?)");
+    };
+    let record_and_witness = started.elapsed();
+    let r1cs = Arc::clone(&first.r1cs);
+    let witness_bytes = first.witness.heap_bytes();
+    drop(first);
+    let (a_aux, b_inputs, b_aux) = r1cs.densities();
+    let domain = r1cs.num_constraints().next_power_of_two();
+    let shape = Shape {
+        constraints: r1cs.num_constraints(),
+        inputs: r1cs.num_inputs(),
+        h: domain - 1,
+        l: r1cs.num_aux(),
+        a: r1cs.num_inputs() + a_aux.count_ones(),
+        b: b_inputs.count_ones() + b_aux.count_ones(),
+    };
+    let started = Instant::now();
+    let params = parameters_of_shape(&shape, 1);
+    let params_time = started.elapsed();
+    let params_bytes = params.size_bytes();
+    eprintln!(
+        "{circuit_id}: R1CS + partition 0 witness {:.1}s ({} constraints, {} nonzeros, {} MiB), \
+         parameters {:.1}s ({} MiB)",
+        record_and_witness.as_secs_f64(),
+        r1cs.num_constraints(),
+        r1cs.nonzeros(),
+        r1cs.memory_bytes() >> 20,
+        params_time.as_secs_f64(),
+        params_bytes >> 20
+    );
+    drop(r1cs);
+
+    let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+    let config = EngineConfig {
+        partition_workers: args.partition_workers.unwrap_or(cores.saturating_sub(2).max(1)),
+        workers_per_backend: args.prover_workers,
+        max_prover_queue_depth: 2,
+        memory_budget: args.memory_budget_gib << 30,
+        witness_only: args.witness_only,
+        ..EngineConfig::default()
+    };
+    let backends: Vec<Arc<dyn ProverBackend>> = CudaBackend::detect(&[], Residency::Auto, Tuning::default())
+        .into_iter()
+        .map(|gpu| Arc::new(Fallback::new(Arc::new(gpu), Arc::new(CpuBackend))) as Arc<dyn ProverBackend>)
+        .collect();
+    if backends.is_empty() {
+        // The engine proves on the CPU then (and synthesises in full: the
+        // CPU backend does not take witness-only partitions).
+        eprintln!("no CUDA device (or a build without --features cuda): proving on the CPU");
+    }
+    let source = BenchSource {
+        plans,
+        circuit_id: circuit_id.clone(),
+        params: Arc::new(Mutex::new(Some(params))),
+    };
+    // What the engine budgets: witness-only partitions need a backend
+    // that takes them (the GPU).
+    let witness_path = args.witness_only && !backends.is_empty();
+    let partition_bytes = match witness_path {
+        true => plan.witness_bytes().unwrap_or_else(|| plan.partition_bytes()),
+        false => plan.partition_bytes(),
+    };
+    let partitions = plan.partitions();
+    drop(plan);
+    let engine = Engine::start(config, backends, vec![Arc::new(source)])?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let started = Instant::now();
+    let jobs: Vec<String> = (0..args.count)
+        .map(|k| {
+            let mut request = request.clone();
+            request.request_id = format!("real-c2-{k}");
+            engine.submit(request).map(|outcome| outcome.job_id)
+        })
+        .collect::<Result<_, _>>()?;
+    let mut finished = Vec::new();
+    for job in &jobs {
+        let result = runtime.block_on(engine.wait(job, Some(Duration::from_secs(3600))))?;
+        if result.status != JobStatus::Completed {
+            bail!("{job}: {:?}: {}", result.status, result.error);
+        }
+        finished.push((started.elapsed(), result));
+    }
+    let wall = started.elapsed();
+    let busy = gpu_busy_seconds(&engine.metrics_text());
+    let synthesis: f64 = finished.iter().map(|(_, r)| r.synthesis.as_secs_f64()).sum();
+    let status = engine.status();
+    let r1cs_bytes: u64 = status.compiled_r1cs.iter().map(|e| e.bytes).sum();
+    engine.shutdown(Duration::from_secs(10));
+    println!(
+        "{}",
+        serde_json::json!({
+            "proof": args.spec.kind.name(),
+            "sector_size": args.spec.sector_size,
+            "circuit_id": circuit_id,
+            "witness_only": witness_path,
+            "count": args.count,
+            "partitions": partitions,
+            "constraints": shape.constraints,
+            "record_and_first_witness_s": record_and_witness.as_secs_f64(),
+            "parameters_s": params_time.as_secs_f64(),
+            "parameters_bytes": params_bytes,
+            "compiled_r1cs_bytes": r1cs_bytes,
+            "witness_bytes_partition0": witness_bytes,
+            "budgeted_bytes_per_partition": partition_bytes,
+            "memory_budget_bytes": args.memory_budget_gib << 30,
+            "wall_s": wall.as_secs_f64(),
+            "s_per_proof": wall.as_secs_f64() / args.count as f64,
+            "first_proof_s": finished[0].0.as_secs_f64(),
+            "gpu_busy_s": busy,
+            "gpu_busy_fraction": busy / wall.as_secs_f64(),
+            "synthesis_partition_s_sum": synthesis,
+            "peak_rss_bytes": peak_rss(),
+        })
+    );
+    Ok(())
+}
