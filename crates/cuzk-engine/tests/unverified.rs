@@ -1,0 +1,115 @@
+//! A request its plan source accepted as unverifiable (a benchmark switch,
+//! e.g. Filecoin's `[benchmark] allow_unverifiable`) is proved, not
+//! verified, and reported COMPLETED marked `UNVERIFIED: <reason>`, counted
+//! by `cuzk_proofs_unverified_total`; every other request is still verified
+//! (a plan whose proofs fail verification fails its job).
+
+use cuzk_core::{
+    ParameterRecipe, PlanError, PlanSource, Proof, ProofPlan, ProofRequest, ProvingAssignment,
+    ProvingParameters, Scalar,
+};
+use cuzk_engine::{Engine, EngineConfig, JobStatus};
+use std::sync::Arc;
+use std::time::Duration;
+
+mod common;
+use common::{check_proof, request_for, spec, synthetic, SIZE};
+
+/// The synthetic plan with its verification replaced: unverifiable with a
+/// reason, or (reason `None`) verification that always fails.
+#[derive(Debug)]
+struct Marked {
+    inner: Box<dyn ProofPlan>,
+    reason: Option<String>,
+}
+
+impl ProofPlan for Marked {
+    fn circuit_id(&self) -> String {
+        self.inner.circuit_id()
+    }
+    fn partitions(&self) -> usize {
+        self.inner.partitions()
+    }
+    fn partition_bytes(&self) -> u64 {
+        self.inner.partition_bytes()
+    }
+    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, PlanError> {
+        self.inner.synthesize(index)
+    }
+    fn public_inputs(&self, index: usize) -> Vec<Scalar> {
+        self.inner.public_inputs(index)
+    }
+    fn unverifiable(&self) -> Option<String> {
+        self.reason.clone()
+    }
+    fn verify(
+        &self,
+        _params: &ProvingParameters,
+        _proofs: &[Proof<cuzk_core::Bls12>],
+    ) -> Result<(), PlanError> {
+        Err(PlanError::Verification("this plan's proofs never verify".into()))
+    }
+}
+
+#[derive(Debug)]
+struct Source {
+    inner: Arc<dyn PlanSource>,
+    reason: Option<String>,
+}
+
+impl PlanSource for Source {
+    fn name(&self) -> &'static str {
+        "marked"
+    }
+    fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
+        let reason = self.reason.clone();
+        Some(
+            self.inner
+                .plan(request)?
+                .map(|inner| Box::new(Marked { inner, reason }) as Box<dyn ProofPlan>),
+        )
+    }
+    fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
+        self.inner.parameters(circuit_id)
+    }
+}
+
+fn run(dir: &std::path::Path, reason: Option<&str>, seed: u64) -> (Engine, cuzk_engine::JobResult) {
+    let source = Source {
+        inner: synthetic(dir),
+        reason: reason.map(str::to_owned),
+    };
+    let engine = Engine::start(EngineConfig::default(), Vec::new(), vec![Arc::new(source)]).unwrap();
+    let job = engine.submit(request_for(&spec(SIZE, 2, seed), None)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let result = rt
+        .block_on(engine.wait(&job.job_id, Some(Duration::from_secs(300))))
+        .unwrap();
+    (engine, result)
+}
+
+#[test]
+fn an_unverifiable_request_completes_marked_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, result) = run(dir.path(), Some("random benchmark inputs"), 3);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    assert_eq!(result.error, "UNVERIFIED: random benchmark inputs");
+    // The proof itself is a real one (the synthetic circuit's witness holds).
+    check_proof(dir.path(), &spec(SIZE, 2, 3), &result.proof);
+    assert!(engine.metrics_text().contains("cuzk_proofs_unverified_total 1"));
+    engine.shutdown(Duration::from_secs(5));
+}
+
+#[test]
+fn a_request_not_marked_is_verified_and_fails_when_its_proof_does_not_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, result) = run(dir.path(), None, 4);
+    assert_eq!(result.status, JobStatus::Failed);
+    assert!(result.error.contains("never verify"), "{}", result.error);
+    assert!(result.proof.is_empty());
+    assert!(engine.metrics_text().contains("cuzk_proofs_unverified_total 0"));
+    engine.shutdown(Duration::from_secs(5));
+}
