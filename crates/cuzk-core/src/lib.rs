@@ -41,7 +41,7 @@ pub use groth16::{finish, proof_to_bytes, PendingProof, ProveError, ProveTimings
 pub use param_cache::{CacheError, CacheOutcome, ParameterCache};
 pub use params::{CircuitCounts, ParamsError, PointCheck, ProvingParameters};
 pub use plan::{ParameterFile, ParameterRecipe, PlanError, PlanSource, ProofPlan};
-pub use r1cs::{CompiledR1cs, R1csError, Witness};
+pub use r1cs::{CompiledR1cs, R1csError, UnitLayout, Witness};
 pub use r1cs_cache::{CachedR1cs, R1csCache};
 pub use request::{Priority, ProofKind, ProofRequest, SectorFields};
 pub use synthetic::SyntheticCircuit;

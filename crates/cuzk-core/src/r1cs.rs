@@ -51,6 +51,10 @@ pub enum R1csError {
     /// 31/32-bit fields of the compact layout.
     #[error("the circuit is too large for the compiled R1CS: {0}")]
     TooLarge(String),
+    /// A unit of [`CompiledR1cs::witness_by_units`] does not line up with
+    /// the recorded circuit.
+    #[error("the circuit's units do not match its recording: {0}")]
+    UnitMismatch(String),
     /// The witness does not have the recorded circuit's shape: the circuit
     /// is not the one that was recorded.
     #[error(
@@ -215,6 +219,51 @@ pub struct CompiledR1cs {
     a_aux_density: DensityBitmap,
     b_input_density: DensityBitmap,
     b_aux_density: DensityBitmap,
+    /// The circuit's top-level namespaces in order, each with the inputs
+    /// and aux variables allocated before it: where its independent units
+    /// start ([`CompiledR1cs::units`]).
+    namespaces: Vec<NamespaceStart>,
+}
+
+/// A top-level namespace of a recorded circuit and where it starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct NamespaceStart {
+    name: String,
+    inputs: usize,
+    aux: usize,
+}
+
+/// Where the independent units of a circuit start and end (a PoRep
+/// partition's challenges, each a top-level namespace): the prologue
+/// before the first unit, then each unit's inputs and aux variables, in
+/// allocation order, covering the rest of the circuit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitLayout {
+    /// Inputs (the constant one included) and aux variables of the prologue.
+    prologue: (usize, usize),
+    /// Each unit's first input and first aux variable.
+    starts: Vec<(usize, usize)>,
+    /// Inputs and aux variables of the whole circuit.
+    total: (usize, usize),
+}
+
+impl UnitLayout {
+    /// Number of units.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// Unit `i`'s (inputs, aux) ranges.
+    fn ranges(&self, i: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+        let (input, aux) = self.starts[i];
+        let (input_end, aux_end) = self.starts.get(i + 1).copied().unwrap_or(self.total);
+        (input..input_end, aux..aux_end)
+    }
 }
 
 /// The values of a circuit's variables, as the circuit allocated them.
@@ -275,6 +324,81 @@ impl CompiledR1cs {
         cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
         circuit.synthesize(&mut cs)?;
         Ok(cs.witness)
+    }
+
+    /// The layout of a circuit made of independent units, each a top-level
+    /// namespace whose name starts with `prefix` (storage-proofs names a
+    /// PoRep partition's challenges `challenge_<i>`): `None` when there is
+    /// no such namespace, or when they do not run to the end of the circuit
+    /// in allocation order.
+    pub fn units(&self, prefix: &str) -> Option<UnitLayout> {
+        let starts: Vec<(usize, usize)> = self
+            .namespaces
+            .iter()
+            .filter(|ns| ns.name.starts_with(prefix))
+            .map(|ns| (ns.inputs, ns.aux))
+            .collect();
+        let first = *starts.first()?;
+        let ascending = starts.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1);
+        // Nothing but units after the first one: any other top-level
+        // namespace allocating there would belong to no unit.
+        let others_after = self
+            .namespaces
+            .iter()
+            .any(|ns| !ns.name.starts_with(prefix) && (ns.inputs, ns.aux) > first);
+        (ascending && !others_after).then_some(UnitLayout {
+            prologue: first,
+            starts,
+            total: (self.num_inputs, self.num_aux),
+        })
+    }
+
+    /// The witness of a circuit made of independent units, on all cores:
+    /// `unit_circuit(i)` must be the circuit with unit `i` alone (the same
+    /// prologue, then only that unit: a PoRep partition's circuit built
+    /// from one challenge proof). Each unit runs in a constraint system that
+    /// places its values where the whole circuit allocates them (by
+    /// `layout`), so the result equals [`witness`](Self::witness) of the
+    /// whole circuit. A unit circuit whose prologue computes different
+    /// values, or whose size differs from its range, is an error (the
+    /// caller then runs the sequential pass).
+    pub fn witness_by_units<C, F>(&self, layout: &UnitLayout, unit_circuit: F) -> Result<Witness, R1csError>
+    where
+        C: Circuit<Scalar>,
+        F: Fn(usize) -> Result<C, R1csError> + Sync,
+    {
+        let mut witness = Witness {
+            inputs: vec![Scalar::ZERO; self.num_inputs],
+            aux: vec![Scalar::ZERO; self.num_aux],
+        };
+        // Disjoint slices of the witness, one per unit.
+        let (prologue_inputs, mut inputs_rest) = witness.inputs.split_at_mut(layout.prologue.0);
+        let (prologue_aux, mut aux_rest) = witness.aux.split_at_mut(layout.prologue.1);
+        let mut targets = Vec::with_capacity(layout.len());
+        for i in 0..layout.len() {
+            let (inputs, aux) = layout.ranges(i);
+            let (unit_inputs, rest) = std::mem::take(&mut inputs_rest).split_at_mut(inputs.len());
+            let (unit_aux, rest_aux) = std::mem::take(&mut aux_rest).split_at_mut(aux.len());
+            inputs_rest = rest;
+            aux_rest = rest_aux;
+            targets.push((i, unit_inputs, unit_aux));
+        }
+        let prologues: Vec<Witness> = targets
+            .into_par_iter()
+            .map(|(i, inputs, aux)| {
+                let mut cs = UnitWitness::new(layout.prologue, inputs, aux);
+                cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+                unit_circuit(i)?.synthesize(&mut cs)?;
+                cs.finish(i)
+            })
+            .collect::<Result<_, R1csError>>()?;
+        let first = &prologues[0];
+        if prologues.iter().any(|p| p != first) {
+            return Err(R1csError::UnitMismatch("the units' prologues differ".into()));
+        }
+        prologue_inputs.copy_from_slice(&first.inputs);
+        prologue_aux.copy_from_slice(&first.aux);
+        Ok(witness)
     }
 
     /// The proving assignment of `witness`: A, B and C evaluated at every
@@ -429,6 +553,8 @@ struct Recorder {
     /// Set when an index or the coefficient table outgrows the entry's
     /// fields (`enforce` cannot return an error); reported by `finish`.
     too_large: Option<String>,
+    /// Namespace depth (top-level namespaces are recorded).
+    depth: usize,
 }
 
 impl Recorder {
@@ -444,9 +570,11 @@ impl Recorder {
                 a_aux_density: DensityBitmap::default(),
                 b_input_density: DensityBitmap::default(),
                 b_aux_density: DensityBitmap::default(),
+                namespaces: Vec::new(),
             },
             table: CoefficientTable::new(),
             too_large: None,
+            depth: 0,
         }
     }
 
@@ -569,14 +697,26 @@ impl ConstraintSystem<Scalar> for Recorder {
         );
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
+    /// Top-level namespaces are recorded with where they start (their
+    /// names are built only then: the others are never needed).
+    fn push_namespace<NR, N>(&mut self, name: N)
     where
         NR: Into<String>,
         N: FnOnce() -> NR,
     {
+        if self.depth == 0 {
+            self.out.namespaces.push(NamespaceStart {
+                name: name().into(),
+                inputs: self.out.num_inputs,
+                aux: self.out.num_aux,
+            });
+        }
+        self.depth += 1;
     }
 
-    fn pop_namespace(&mut self) {}
+    fn pop_namespace(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
 
     fn get_root(&mut self) -> &mut Self::Root {
         self
@@ -623,6 +763,116 @@ impl ConstraintSystem<Scalar> for WitnessOnly {
 
     /// The recorded matrices stand for the constraint, so its linear
     /// combinations are never built.
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// The `ConstraintSystem` of one unit of [`CompiledR1cs::witness_by_units`]:
+/// the prologue's values are kept apart (for the check that every unit
+/// computed the same), the unit's go straight into its slices of the
+/// whole witness.
+struct UnitWitness<'a> {
+    prologue: (usize, usize),
+    kept: Witness,
+    inputs: &'a mut [Scalar],
+    aux: &'a mut [Scalar],
+    /// Inputs and aux allocated so far (prologue included).
+    counts: (usize, usize),
+    /// Set when the unit allocates more than its range.
+    overflow: bool,
+}
+
+impl<'a> UnitWitness<'a> {
+    fn new(prologue: (usize, usize), inputs: &'a mut [Scalar], aux: &'a mut [Scalar]) -> Self {
+        Self {
+            prologue,
+            kept: Witness::default(),
+            inputs,
+            aux,
+            counts: (0, 0),
+            overflow: false,
+        }
+    }
+
+    /// The prologue's values, once the unit filled exactly its range.
+    fn finish(self, unit: usize) -> Result<Witness, R1csError> {
+        let expected = (
+            self.prologue.0 + self.inputs.len(),
+            self.prologue.1 + self.aux.len(),
+        );
+        if self.overflow || self.counts != expected {
+            return Err(R1csError::UnitMismatch(format!(
+                "unit {unit} allocated {:?} inputs and aux, its range ends at {expected:?}",
+                self.counts
+            )));
+        }
+        Ok(self.kept)
+    }
+
+    /// Stores `value` as variable `k` of a kind whose prologue has
+    /// `prologue` variables: kept, or placed in `unit`'s slice.
+    fn place(value: Scalar, k: usize, prologue: usize, kept: &mut Vec<Scalar>, unit: &mut [Scalar]) -> bool {
+        if k < prologue {
+            kept.push(value);
+            true
+        } else if let Some(slot) = unit.get_mut(k - prologue) {
+            *slot = value;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl ConstraintSystem<Scalar> for UnitWitness<'_> {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let k = self.counts.1;
+        let placed = Self::place(f()?, k, self.prologue.1, &mut self.kept.aux, self.aux);
+        self.overflow |= !placed;
+        self.counts.1 += 1;
+        Ok(Variable(Index::Aux(k)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let k = self.counts.0;
+        let placed = Self::place(f()?, k, self.prologue.0, &mut self.kept.inputs, self.inputs);
+        self.overflow |= !placed;
+        self.counts.0 += 1;
+        Ok(Variable(Index::Input(k)))
+    }
+
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
     where
         A: FnOnce() -> AR,
@@ -796,5 +1046,86 @@ mod tests {
         let table = r1cs.distinct_coefficients() * 32;
         let bitmaps = (2 * r1cs.num_aux().div_ceil(64) + r1cs.num_inputs().div_ceil(64)) * 8;
         assert_eq!(r1cs.memory_bytes(), 8 * r1cs.nonzeros() + rows + table + bitmaps);
+    }
+
+    /// A prologue (an input and its square) and `units` independent units,
+    /// each a top-level namespace `unit_<i>` of a few gates over the
+    /// prologue's value; `only` keeps one unit (the unit circuit).
+    #[derive(Clone)]
+    struct Units {
+        x: u64,
+        units: usize,
+        only: Option<usize>,
+    }
+
+    impl Circuit<Scalar> for Units {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let x = Scalar::from(self.x);
+            let input = cs.alloc_input(|| "x", || Ok(x))?;
+            let square = cs.alloc(|| "x^2", || Ok(x.square()))?;
+            cs.enforce(|| "square", |lc| lc + input, |lc| lc + input, |lc| lc + square);
+            for i in (0..self.units).filter(|i| self.only.is_none_or(|o| o == *i)) {
+                let mut cs = cs.namespace(|| format!("unit_{i}"));
+                let k = Scalar::from(i as u64 + 2);
+                let public = cs.alloc_input(|| "k", || Ok(k))?;
+                let mut acc = x.square();
+                let mut previous = square;
+                for j in 0..(3 + i) {
+                    acc = acc * k + Scalar::from(j as u64);
+                    let next = cs.alloc(|| format!("step {j}"), || Ok(acc))?;
+                    cs.enforce(
+                        || format!("step {j}"),
+                        |lc| lc + previous,
+                        |lc| lc + public,
+                        |lc| lc + next - (Scalar::from(j as u64), CS::one()),
+                    );
+                    previous = next;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_witness_by_units_equals_the_sequential_witness() {
+        let whole = Units {
+            x: 7,
+            units: 5,
+            only: None,
+        };
+        let r1cs = CompiledR1cs::record(whole.clone()).unwrap();
+        let layout = r1cs.units("unit_").expect("five units");
+        assert_eq!(layout.len(), 5);
+        let sequential = r1cs.witness(whole.clone()).unwrap();
+        let parallel = r1cs
+            .witness_by_units(&layout, |i| {
+                Ok(Units {
+                    only: Some(i),
+                    ..whole.clone()
+                })
+            })
+            .unwrap();
+        assert_eq!(parallel, sequential);
+        // And the assignment of it satisfies every row (as the sequential).
+        let assignment = r1cs.assign(parallel).unwrap();
+        assert!(assignment
+            .a
+            .iter()
+            .zip(&assignment.b)
+            .zip(&assignment.c)
+            .all(|((a, b), c)| *a * b == *c));
+        // A unit circuit that is not the unit alone is refused.
+        let wrong = r1cs.witness_by_units(&layout, |_| Ok(whole.clone()));
+        assert!(matches!(wrong, Err(R1csError::UnitMismatch(_))), "{wrong:?}");
+        // A different prologue value is refused too.
+        let other = r1cs.witness_by_units(&layout, |i| {
+            Ok(Units {
+                x: if i == 3 { 8 } else { 7 },
+                only: Some(i),
+                ..whole.clone()
+            })
+        });
+        assert!(other.is_err());
+        assert!(r1cs.units("nothing_").is_none());
     }
 }

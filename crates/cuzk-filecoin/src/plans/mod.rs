@@ -25,7 +25,7 @@ use crate::validate::{catch, PANIC_MARK};
 use crate::{FilecoinError, ShapeDispatch};
 use cuzk_core::{
     synthesize, Bls12, CompiledR1cs, PartitionData, PartitionWitness, PlanError, Proof, ProofKind, ProofPlan,
-    ProofRequest, ProvingAssignment, ProvingParameters, R1csCache, Scalar, SizeHint,
+    ProofRequest, ProvingAssignment, ProvingParameters, R1csCache, R1csError, Scalar, SizeHint, Witness,
 };
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{MerkleTreeTrait, TreeRHasher};
@@ -54,6 +54,18 @@ pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
     /// Partition `index`'s circuit, as `CompoundProof::circuit_proofs`
     /// builds it.
     fn circuit(&self, index: usize) -> Result<Self::Circuit, FilecoinError>;
+    /// The prefix of the top-level namespaces that are the circuit's
+    /// independent units (storage-proofs' PoRep: `challenge_`), whose
+    /// witnesses are computed in parallel; `None` (the default): no units.
+    fn unit_prefix(&self) -> Option<&'static str> {
+        None
+    }
+    /// Partition `index`'s circuit with unit `unit` alone (the same
+    /// prologue), for the parallel witness. Only called when
+    /// [`unit_prefix`](Self::unit_prefix) is `Some`.
+    fn unit_circuit(&self, index: usize, _unit: usize) -> Result<Self::Circuit, FilecoinError> {
+        self.circuit(index)
+    }
     /// Partition `index`'s public inputs (`CompoundProof::generate_public_inputs`).
     fn public_inputs(&self, index: usize) -> Vec<Scalar>;
     /// The whole proof (the partition proofs' bytes, concatenated) through
@@ -117,6 +129,47 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
     }
 }
 
+impl<P: FilecoinProof> FilecoinPlan<P> {
+    /// Partition `index`'s witness through its circuit's compiled R1CS
+    /// (recorded on first use): by units on all cores where the proof type
+    /// has independent units ([`FilecoinProof::unit_prefix`]) and
+    /// `CUZK_PARALLEL_WITNESS` is not `off`, else in one sequential pass.
+    /// Both give the same witness; a unit pass that fails its checks falls
+    /// back to the sequential one (with a warning).
+    fn witness(&self, index: usize) -> Result<(Arc<CompiledR1cs>, Witness), FilecoinError> {
+        let id = self.0.circuit_id();
+        let r1cs = compiled_r1cs(id, || self.0.circuit(index))?;
+        let layout = self
+            .0
+            .unit_prefix()
+            .filter(|_| parallel_witness_enabled())
+            .and_then(|prefix| r1cs.units(prefix))
+            .filter(|layout| layout.len() > 1);
+        if let Some(layout) = layout {
+            let by_units = r1cs.witness_by_units(&layout, |unit| {
+                self.0
+                    .unit_circuit(index, unit)
+                    .map_err(|e| R1csError::UnitMismatch(e.to_string()))
+            });
+            match by_units {
+                Ok(witness) => return Ok((r1cs, witness)),
+                Err(e) => tracing::warn!(circuit_id = id, partition = index, error = %e,
+                    "witness by units failed its checks; computing it sequentially"),
+            }
+        }
+        let witness = r1cs
+            .witness(self.0.circuit(index)?)
+            .map_err(|e| FilecoinError::Synthesis(format!("witness with the compiled R1CS of {id}: {e}")))?;
+        Ok((r1cs, witness))
+    }
+}
+
+/// `CUZK_PARALLEL_WITNESS=off` (or `0`, `false`) computes every witness in
+/// one sequential pass (for comparisons).
+pub fn parallel_witness_enabled() -> bool {
+    std::env::var("CUZK_PARALLEL_WITNESS").map_or(true, |v| !matches!(v.trim(), "off" | "0" | "false"))
+}
+
 impl<P: FilecoinProof> fmt::Debug for FilecoinPlan<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
@@ -140,11 +193,16 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
     /// the partition with a `Synthesis` error.
     fn synthesize(&self, index: usize) -> Result<ProvingAssignment, PlanError> {
         let assignment = catch(|| {
-            synth(
-                self.0.circuit_id(),
-                || self.0.circuit(index),
-                self.0.constraints(),
-            )
+            if !r1cs_enabled() {
+                return synth(|| self.0.circuit(index), self.0.constraints());
+            }
+            let (r1cs, witness) = self.witness(index)?;
+            r1cs.assign(witness).map_err(|e| {
+                FilecoinError::Synthesis(format!(
+                    "a, b, c with the compiled R1CS of {}: {e}",
+                    self.0.circuit_id()
+                ))
+            })
         })
         .map_err(|text| FilecoinError::Synthesis(format!("partition {index}: {PANIC_MARK}: {text}")))??;
         Ok(assignment)
@@ -162,12 +220,8 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
         if !r1cs_enabled() {
             return Ok(PartitionData::Evaluated(self.synthesize(index)?));
         }
-        let id = self.0.circuit_id();
         let witness = catch(|| {
-            let r1cs = compiled_r1cs(id, || self.0.circuit(index))?;
-            let witness = r1cs.witness(self.0.circuit(index)?).map_err(|e| {
-                FilecoinError::Synthesis(format!("witness with the compiled R1CS of {id}: {e}"))
-            })?;
+            let (r1cs, witness) = self.witness(index)?;
             Ok::<_, FilecoinError>(PartitionWitness { r1cs, witness })
         })
         .map_err(|text| FilecoinError::Synthesis(format!("partition {index}: {PANIC_MARK}: {text}")))??;
@@ -244,22 +298,15 @@ fn proofs_bytes(proofs: &[Proof<Bls12>]) -> Vec<u8> {
 /// same assignment. `circuit` builds the partition's circuit; it is called
 /// twice when the R1CS is recorded (recording consumes one instance).
 fn synth<C: bellperson::Circuit<Scalar>>(
-    circuit_id: &str,
     circuit: impl Fn() -> Result<C, FilecoinError>,
     constraints: usize,
 ) -> Result<ProvingAssignment, FilecoinError> {
-    if !r1cs_enabled() {
-        let hint = SizeHint {
-            constraints,
-            inputs: 0,
-            aux: constraints,
-        };
-        return synthesize(circuit()?, hint).map_err(|e| FilecoinError::Synthesis(format!("synthesis: {e}")));
-    }
-    let r1cs = compiled_r1cs(circuit_id, &circuit)?;
-    r1cs.synthesize(circuit()?).map_err(|e| {
-        FilecoinError::Synthesis(format!("synthesis with the compiled R1CS of {circuit_id}: {e}"))
-    })
+    let hint = SizeHint {
+        constraints,
+        inputs: 0,
+        aux: constraints,
+    };
+    synthesize(circuit()?, hint).map_err(|e| FilecoinError::Synthesis(format!("synthesis: {e}")))
 }
 
 /// The escape hatch: `CUZK_R1CS=off` (or `0`, `false`) synthesises with

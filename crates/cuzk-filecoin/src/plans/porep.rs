@@ -257,6 +257,34 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
         .map_err(|e| FilecoinError::Synthesis(format!("partition {index} circuit: {e:#}")))
     }
 
+    /// storage-proofs' `StackedCircuit` runs each challenge proof in a
+    /// top-level namespace `challenge_<i>`, after a prologue (replica id,
+    /// comm_d, comm_r, comm_r_last, comm_c) that only depends on the
+    /// partition: the challenges are independent units.
+    fn unit_prefix(&self) -> Option<&'static str> {
+        Some("challenge_")
+    }
+
+    /// The partition's circuit from challenge proof `unit` alone (the
+    /// compound proof builds the same prologue from any of its proofs: it
+    /// requires them to agree on comm_r_last and comm_c).
+    fn unit_circuit(&self, index: usize, unit: usize) -> Result<Self::Circuit, FilecoinError> {
+        let one = vec![self.vanilla[index]
+            .get(unit)
+            .ok_or_else(|| {
+                FilecoinError::Synthesis(format!("partition {index} has no challenge proof {unit}"))
+            })?
+            .clone()];
+        <Compound<Tree> as CompoundProof<Vanilla<'_, Tree>, _>>::circuit(
+            &self.pub_inputs,
+            (),
+            &one,
+            &self.pub_params,
+            Some(index),
+        )
+        .map_err(|e| FilecoinError::Synthesis(format!("partition {index} challenge {unit} circuit: {e:#}")))
+    }
+
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {
         <Compound<Tree> as CompoundProof<Vanilla<'_, Tree>, _>>::generate_public_inputs(
             &self.pub_inputs,
