@@ -225,13 +225,20 @@ pub struct CompiledR1cs {
     namespaces: Vec<NamespaceStart>,
 }
 
-/// A top-level namespace of a recorded circuit and where it starts.
+/// A namespace of a recorded circuit (top-level, or one level below: its
+/// path `outer/inner`) and where it starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct NamespaceStart {
-    name: String,
+    path: String,
+    depth: usize,
     inputs: usize,
     aux: usize,
 }
+
+/// Namespaces this deep or deeper are not recorded (units are top-level,
+/// as a PoRep partition's challenges, or one level below, as a PoSt
+/// partition's sectors).
+const UNIT_DEPTHS: usize = 2;
 
 /// Where the independent units of a circuit start and end (a PoRep
 /// partition's challenges, each a top-level namespace): the prologue
@@ -326,26 +333,29 @@ impl CompiledR1cs {
         Ok(cs.witness)
     }
 
-    /// The layout of a circuit made of independent units, each a top-level
-    /// namespace whose name starts with `prefix` (storage-proofs names a
-    /// PoRep partition's challenges `challenge_<i>`): `None` when there is
-    /// no such namespace, or when they do not run to the end of the circuit
-    /// in allocation order.
+    /// The layout of a circuit made of independent units, each a namespace
+    /// whose path starts with `prefix` (storage-proofs names a PoRep
+    /// partition's challenges `challenge_<i>`, a PoSt partition's sectors
+    /// `outer namespace/sector_<i>`): `None` when there is no such
+    /// namespace, or when they do not run to the end of the circuit in
+    /// allocation order.
     pub fn units(&self, prefix: &str) -> Option<UnitLayout> {
+        let is_unit = |ns: &&NamespaceStart| ns.path.starts_with(prefix);
+        let depth = self.namespaces.iter().find(is_unit)?.depth;
         let starts: Vec<(usize, usize)> = self
             .namespaces
             .iter()
-            .filter(|ns| ns.name.starts_with(prefix))
+            .filter(|ns| ns.depth == depth && is_unit(ns))
             .map(|ns| (ns.inputs, ns.aux))
             .collect();
         let first = *starts.first()?;
         let ascending = starts.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1);
-        // Nothing but units after the first one: any other top-level
-        // namespace allocating there would belong to no unit.
+        // Nothing but units after the first one at their level (or above):
+        // another namespace there would belong to no unit.
         let others_after = self
             .namespaces
             .iter()
-            .any(|ns| !ns.name.starts_with(prefix) && (ns.inputs, ns.aux) > first);
+            .any(|ns| ns.depth <= depth && !is_unit(&ns) && (ns.inputs, ns.aux) > first);
         (ascending && !others_after).then_some(UnitLayout {
             prologue: first,
             starts,
@@ -553,8 +563,9 @@ struct Recorder {
     /// Set when an index or the coefficient table outgrows the entry's
     /// fields (`enforce` cannot return an error); reported by `finish`.
     too_large: Option<String>,
-    /// Namespace depth (top-level namespaces are recorded).
+    /// Namespace depth, and the open top-level namespace's name.
     depth: usize,
+    outer: String,
 }
 
 impl Recorder {
@@ -575,6 +586,7 @@ impl Recorder {
             table: CoefficientTable::new(),
             too_large: None,
             depth: 0,
+            outer: String::new(),
         }
     }
 
@@ -697,16 +709,25 @@ impl ConstraintSystem<Scalar> for Recorder {
         );
     }
 
-    /// Top-level namespaces are recorded with where they start (their
-    /// names are built only then: the others are never needed).
+    /// Namespaces of the first two levels are recorded with where they
+    /// start (their names are built only then: deeper ones are never
+    /// needed).
     fn push_namespace<NR, N>(&mut self, name: N)
     where
         NR: Into<String>,
         N: FnOnce() -> NR,
     {
-        if self.depth == 0 {
+        if self.depth < UNIT_DEPTHS {
+            let name: String = name().into();
+            let path = if self.depth == 0 {
+                self.outer = name.clone();
+                name
+            } else {
+                format!("{}/{name}", self.outer)
+            };
             self.out.namespaces.push(NamespaceStart {
-                name: name().into(),
+                path,
+                depth: self.depth,
                 inputs: self.out.num_inputs,
                 aux: self.out.num_aux,
             });

@@ -1,14 +1,15 @@
-//! Issue 14: the witness of a PoRep partition computed by challenges on all
-//! cores (`CompiledR1cs::witness_by_units`, each challenge from
-//! storage-proofs' own circuit built from that challenge proof alone)
+//! Issue 14: the witness of a PoRep partition computed by challenges, and of
+//! a WindowPoSt partition by sectors, on all cores
+//! (`CompiledR1cs::witness_by_units`, each unit from storage-proofs' own
+//! circuit built from that challenge proof or sector alone)
 //! equals the sequential pass over the whole circuit, variable for
 //! variable; the plan's witness-only synthesis (what the engine runs) gives
 //! the same. Real-structure inputs (`cuzk_filecoin::structure`) at 2 KiB and
 //! 8 MiB in CI, 32 GiB with `--ignored`.
 
 use cuzk_core::{PartitionData, ProofPlan, R1csError};
-use cuzk_filecoin::plans::{compiled_r1cs, FilecoinProof, PorepPlan};
-use cuzk_filecoin::request::PorepInput;
+use cuzk_filecoin::plans::{compiled_r1cs, FilecoinPlan, FilecoinProof, PorepPlan, PostPlan};
+use cuzk_filecoin::request::{PorepInput, PostInput};
 use cuzk_filecoin::structure::{self, StructureSpec};
 use cuzk_filecoin::PlanOptions;
 use filecoin_proofs::{MerkleTreeTrait, SectorShape2KiB, SectorShape32GiB, SectorShape8MiB, TreeRHasher};
@@ -19,19 +20,33 @@ const ALLOW: PlanOptions = PlanOptions {
     allow_unverifiable: true,
 };
 
-fn check<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str, partitions: &[usize]) {
+fn request(name: &str) -> cuzk_core::ProofRequest {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params");
     std::fs::create_dir_all(&dir).unwrap();
     cuzk_filecoin::settings::init_with(Some(&dir), &dir);
-    let request = structure::generate(&name.parse::<StructureSpec>().unwrap())
+    structure::generate(&name.parse::<StructureSpec>().unwrap())
         .unwrap()
         .proof_request()
-        .unwrap();
+        .unwrap()
+}
+
+fn check<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str, partitions: &[usize]) {
+    let request = request(name);
     let plan = PorepPlan::<Tree>::new_with(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    check_plan(name, &plan, "challenge_", partitions);
+}
+
+fn check_post<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str) {
+    let request = request(name);
+    let plan = PostPlan::<Tree>::new_with(PostInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    check_plan(name, &plan, "outer namespace/sector_", &[0]);
+}
+
+fn check_plan<P: FilecoinProof>(name: &str, plan: &FilecoinPlan<P>, prefix: &str, partitions: &[usize]) {
     // Recorded into the process's cache, where the plan's own synthesis
     // below finds it (one copy: 7 GiB at 32 GiB).
-    let r1cs = compiled_r1cs(&ProofPlan::circuit_id(&plan), || plan.circuit(0)).unwrap();
-    let layout = r1cs.units("challenge_").expect("a PoRep partition's challenges");
+    let r1cs = compiled_r1cs(&ProofPlan::circuit_id(plan), || plan.circuit(0)).unwrap();
+    let layout = r1cs.units(prefix).expect("the partition's units");
     assert!(layout.len() > 1, "{name}: {} challenges", layout.len());
     for &k in partitions {
         let started = Instant::now();
@@ -46,7 +61,7 @@ fn check<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str, part
             })
             .unwrap();
         eprintln!(
-            "{name} partition {k}: {} challenges, sequential {:.2} s, by challenges {:.2} s",
+            "{name} partition {k}: {} units, sequential {:.2} s, by units {:.2} s",
             layout.len(),
             sequential_time.as_secs_f64(),
             started.elapsed().as_secs_f64()
@@ -58,7 +73,7 @@ fn check<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str, part
         drop((sequential, parallel));
     }
     // The engine's path: the plan's witness-only synthesis of partition 0.
-    let PartitionData::Witness(data) = ProofPlan::synthesize_witness(&plan, 0).unwrap() else {
+    let PartitionData::Witness(data) = ProofPlan::synthesize_witness(plan, 0).unwrap() else {
         panic!("{name}: no witness-only form");
     };
     assert!(
@@ -82,4 +97,20 @@ fn porep_8mib_witness_by_challenges_equals_the_sequential_pass() {
 #[ignore = "a 130 M-constraint partition: minutes and ~20 GiB"]
 fn porep_32gib_witness_by_challenges_equals_the_sequential_pass() {
     check::<SectorShape32GiB>("porep-32g", &[0]);
+}
+
+#[test]
+fn window_post_2kib_witness_by_sectors_equals_the_sequential_pass() {
+    check_post::<SectorShape2KiB>("window-post-2k");
+}
+
+#[test]
+fn window_post_8mib_witness_by_sectors_equals_the_sequential_pass() {
+    check_post::<SectorShape8MiB>("window-post-8m");
+}
+
+#[test]
+#[ignore = "a 125 M-constraint partition of 2349 sectors: minutes and ~25 GiB"]
+fn window_post_32gib_witness_by_sectors_equals_the_sequential_pass() {
+    check_post::<SectorShape32GiB>("window-post-32g");
 }

@@ -403,6 +403,38 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
         .map_err(|e| FilecoinError::Synthesis(format!("PoSt circuit: {e:#}")))
     }
 
+    /// storage-proofs' `FallbackPoStCircuit` proves each sector in its own
+    /// namespace `sector_<i>` inside `outer namespace`, with nothing
+    /// before: the sectors are independent units (2349 in a 32 GiB
+    /// WindowPoSt partition).
+    fn unit_prefix(&self) -> Option<&'static str> {
+        Some("outer namespace/sector_")
+    }
+
+    /// The partition's circuit with sector `unit` alone: that sector's
+    /// circuit as the compound proof builds it (its public sector, the last
+    /// one repeated where the partition is short of sectors) and the prover
+    /// id.
+    fn unit_circuit(&self, index: usize, unit: usize) -> Result<Self::Circuit, FilecoinError> {
+        let missing = || FilecoinError::Synthesis(format!("partition {index} has no sector {unit}"));
+        let vanilla = self.partition.get(index).ok_or_else(missing)?;
+        let sector_proof = vanilla.sectors.get(unit).ok_or_else(missing)?;
+        let public = self
+            .pub_inputs
+            .sectors
+            .chunks(self.pub_params.sector_count.max(1))
+            .nth(index)
+            .and_then(|sectors| sectors.get(unit).or(sectors.last()))
+            .ok_or_else(missing)?;
+        let sector = fallback::Sector::circuit(public, sector_proof).map_err(|e| {
+            FilecoinError::Synthesis(format!("partition {index} sector {unit} circuit: {e:#}"))
+        })?;
+        Ok(fallback::FallbackPoStCircuit {
+            prover_id: Some(self.pub_inputs.prover_id.into()),
+            sectors: vec![sector],
+        })
+    }
+
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {
         <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::generate_public_inputs(
             &self.pub_inputs,
