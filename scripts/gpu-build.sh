@@ -3,14 +3,17 @@
 # stripped, xz-compressed copies in .gpu/ for the device tool to carry:
 # cuzk-bench with the CUDA backend (FEATURES, default "cuda"; add
 # "supraseal" for the side-by-side runs) and the GPU test binaries of
-# cuzk-sys and cuzk-core (`scripts/gpu-run.sh check` runs them).
+# cuzk-sys and cuzk-core (`scripts/gpu-run.sh check` runs them). The bench
+# binary is built with PROFILE (default "production": fat LTO, what operators
+# run; "release" builds faster); the tests with release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/install-cuda.sh)"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target-cuda}
-cargo build --release -p cuzk-bench --features "${FEATURES:-cuda}"
+profile=${PROFILE:-production}
+cargo build --profile "$profile" -p cuzk-bench --features "${FEATURES:-cuda}"
 rm -rf .gpu && mkdir -p .gpu
-strip -o .gpu/cuzk-bench $CARGO_TARGET_DIR/release/cuzk-bench
+strip -o .gpu/cuzk-bench "$CARGO_TARGET_DIR/$profile/cuzk-bench"
 # The GPU tests: cargo prints each test executable it builds.
 tests=$(cargo test --release --features cuzk-core/cuda,cuzk-sys/cuda -p cuzk-sys -p cuzk-core -p cuzk-filecoin \
   --test gpu --no-run --message-format=json 2>/dev/null |

@@ -9,6 +9,12 @@
 #                                       embedded engine, beside supraseal-c2 (FEATURES=supraseal
 #                                       build), with peaks and a timeline chart; one GPU
 #                                       (GPU=0); COUNT proofs, BUDGET GiB, SUPRASEAL_PER_CALL
+#   scripts/gpu-run.sh witness          one real-structure partition's host side on this host's
+#                                       cores (real-synthesis: sequential witness, by units,
+#                                       a, b, c, bellperson's own synthesis); PROOFS (porep-32g)
+#   scripts/gpu-run.sh realc2           real-circuit C2 through the engine (real-c2), PASSES
+#                                       (witness:3,host:1) in one process, BUDGET GiB (100),
+#                                       a timeline chart per pass
 # Logs go to $OUT (or ./gpu-logs when run by hand).
 set -uo pipefail
 out=${OUT:-gpu-logs}
@@ -95,6 +101,29 @@ PY
     kill $sampler
     "$bin" timeline --log "$out/engine.log" --out "$out/timeline-fullscale.svg" 2>&1 | tee "$out/timeline.txt"
     grep -v TIMELINE "$out/engine.log" | tail -40
+    ;;
+  witness)
+    for proof in ${PROOFS:-porep-32g}; do
+      timeout "${WITNESS_TIMEOUT:-560}" "$bin" real-synthesis --proof "$proof" --skip synthesize \
+        >"$out/real-synthesis-$proof.json" 2>"$out/real-synthesis-$proof.log"
+      echo "$proof exit: $?"; tail -4 "$out/real-synthesis-$proof.log"; cat "$out/real-synthesis-$proof.json"
+    done
+    ;;
+  realc2)
+    ( while sleep 2; do nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader; done ) \
+      >"$out/nvidia-smi-samples.csv" 2>&1 &
+    sampler=$!
+    GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.hugetlb=1} CUZK_LOG=${CUZK_LOG:-info} timeout "${REALC2_TIMEOUT:-560}" \
+      "$bin" real-c2 --proof "${PROOF:-porep-32g}" --passes "${PASSES:-witness:3,host:1}" \
+      --memory-budget-gib "${BUDGET:-100}" 2>"$out/engine.log" | tee "$out/real-c2.jsonl"
+    echo "real-c2 exit: ${PIPESTATUS[0]}"
+    kill $sampler
+    # One chart per pass: the log between one "pass" line and the next.
+    awk -v dir="$out" '/pass Pass/ {n++} n {print > (dir "/engine-pass" n ".log")}' "$out/engine.log"
+    for log in "$out"/engine-pass*.log; do
+      "$bin" timeline --log "$log" --out "${log%.log}.svg" 2>&1 | tee "${log%.log}-timeline.txt"
+    done
+    grep -v TIMELINE "$out/engine.log" | grep -v UNVERIFI | tail -30
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -2,6 +2,7 @@
 
 mod admin;
 mod batch;
+mod bellperson_synthesis;
 mod client;
 mod compare;
 mod fixtures;
@@ -73,10 +74,12 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let command = Cli::parse().command;
-    // This one captures bellperson's `log` records itself.
-    if let Command::CompareSynthesis(args) = command {
-        return synthesis::run(args);
-    }
+    // These capture bellperson's `log` records themselves.
+    let command = match command {
+        Command::CompareSynthesis(args) => return synthesis::run(args),
+        Command::RealSynthesis(args) => return real::run_synthesis(args),
+        other => other,
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CUZK_LOG").unwrap_or_else(|_| "warn".into()),
@@ -91,7 +94,6 @@ fn main() -> anyhow::Result<()> {
         Command::GenParams(args) => return params::run(args),
         Command::Timeline(args) => return timeline::run(args),
         Command::RealInputs(args) => return real::run_inputs(args),
-        Command::RealSynthesis(args) => return real::run_synthesis(args),
         Command::RealC2(args) => return real_c2::run(args),
         other => other,
     };

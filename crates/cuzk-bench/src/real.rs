@@ -2,17 +2,19 @@
 //! requests with the exact structure of production sectors (random values,
 //! see `cuzk_filecoin::structure`) for the bench client to submit, and
 //! `cuzk-bench real-synthesis` measures the host side of one real partition
-//! at full size (circuit build, synthesis, the compiled R1CS, witness,
-//! a, b, c), generating its input in memory, and prints one JSON line.
+//! at full size (circuit build, synthesis, the compiled R1CS, witness
+//! sequentially and by units on all cores, a, b, c, bellperson's own
+//! synthesis), generating its input in memory, and prints one JSON line.
 
+use crate::bellperson_synthesis;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use cuzk_core::{CompiledR1cs, ProofRequest, Scalar, SizeHint};
-use cuzk_filecoin::structure::{self, CircuitWork, StructureInput, StructureSpec};
+use cuzk_filecoin::structure::{self, CircuitWork, PartitionUnits, StructureInput, StructureSpec};
 use cuzk_filecoin::{FilecoinError, PlanOptions};
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// The highest peak RSS of any step (each step resets the kernel's peak).
@@ -112,6 +114,10 @@ pub enum Step {
     Synthesize,
     /// a, b, c from the compiled R1CS and the witness.
     Assign,
+    /// The witness by units on all cores (checked equal to the sequential one).
+    Units,
+    /// bellperson's own synthesis (`create_proof`'s, timed by bellperson).
+    Bellperson,
 }
 
 #[derive(Args, Debug)]
@@ -134,7 +140,7 @@ pub struct RealSynthesisArgs {
 
 /// This process's CPU seconds (user + system) from /proc/self/stat, in
 /// the kernel's fixed 100 Hz user-visible clock ticks.
-fn cpu_seconds() -> f64 {
+pub(crate) fn cpu_seconds() -> f64 {
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
         return f64::NAN;
     };
@@ -164,7 +170,7 @@ fn kib_field(file: &str, field: &str) -> Option<u64> {
 
 /// Resets this process's peak RSS (Linux: `5` into /proc/self/clear_refs),
 /// so each step's peak is its own; false where the kernel does not allow it.
-fn reset_peak_rss() -> bool {
+pub(crate) fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
@@ -260,9 +266,10 @@ impl Measure {
 impl CircuitWork for Measure {
     type Out = serde_json::Map<String, Value>;
 
-    fn run<C: bellperson::Circuit<Scalar>>(
+    fn run<C: bellperson::Circuit<Scalar> + Send>(
         mut self,
         circuit: &dyn Fn() -> Result<C, FilecoinError>,
+        units: Option<PartitionUnits<'_, C>>,
     ) -> Result<Self::Out, FilecoinError> {
         let synthesis = |e: cuzk_core::R1csError| FilecoinError::Synthesis(e.to_string());
 
@@ -300,6 +307,41 @@ impl CircuitWork for Measure {
         self.out
             .insert("witness".into(), t.stop(json!({ "aux": witness.aux.len() })));
 
+        // By units: a second witness beside the first, to compare.
+        let layout = units.as_ref().and_then(|u| r1cs.units(u.prefix));
+        match (&units, layout) {
+            (Some(units), Some(layout)) if self.fits("units", Step::Units, witness.heap_bytes()) => {
+                eprintln!(
+                    "witness by {} units ({} threads) ...",
+                    layout.len(),
+                    rayon::current_num_threads()
+                );
+                let t = Timed::start();
+                let by_units = r1cs
+                    .witness_by_units(&layout, |unit| {
+                        (units.circuit)(unit).map_err(|e| cuzk_core::R1csError::UnitMismatch(e.to_string()))
+                    })
+                    .map_err(synthesis)?;
+                let equal = by_units == witness;
+                self.out.insert(
+                    "units".into(),
+                    t.stop(json!({
+                        "units": layout.len(),
+                        "threads": rayon::current_num_threads(),
+                        "equal_to_sequential": equal,
+                    })),
+                );
+                if !equal {
+                    return Err(FilecoinError::Synthesis(
+                        "the witness by units differs from the sequential one".into(),
+                    ));
+                }
+            }
+            (Some(units), None) => self.skipped("units", format!("no {} namespaces", units.prefix)),
+            (None, _) => self.skipped("units", "the proof type has no units".into()),
+            _ => {}
+        }
+
         // a, b, c need the domain-sized vectors on top of the witness and
         // the compiled R1CS, both held now.
         let abc = full - (aux + inputs) as u64 * 32;
@@ -331,11 +373,63 @@ impl CircuitWork for Measure {
             let out = t.stop(json!({ "constraints": assignment.a.len() }));
             self.out.insert("synthesize".into(), out);
         }
+
+        // bellperson's own synthesis last: its prover is abandoned (and the
+        // process ends) once the synthesis time is logged.
+        if self.fits("bellperson", Step::Bellperson, full) {
+            eprintln!("bellperson synthesis (create_proof, its own timing) ...");
+            return Err(bellperson_synthesis_then_exit(circuit()?, self.out));
+        }
         Ok(self.out)
     }
 }
 
+/// Set once bellperson's `create_proof` has returned.
+static PROVER_RETURNED: AtomicBool = AtomicBool::new(false);
+
+/// bellperson's synthesis of `circuit` (one thread, as its prover runs one
+/// circuit), with parameters that hold no points: its `create_proof` logs
+/// the synthesis time, and a watcher thread then prints `out` with it and
+/// ends the process (whatever of the prover follows, on empty parameters,
+/// is abandoned). Returns only if no synthesis time was logged.
+fn bellperson_synthesis_then_exit<C: bellperson::Circuit<Scalar> + Send>(
+    circuit: C,
+    mut out: serde_json::Map<String, Value>,
+) -> FilecoinError {
+    let t = Timed::start();
+    let watcher = std::thread::spawn(move || loop {
+        if let Some(time) = bellperson_synthesis::wait_for_one(std::time::Duration::from_secs(1)) {
+            let step = t.stop(json!({ "bellperson_wall_s": round(time.as_secs_f64()) }));
+            out.insert("bellperson".into(), step);
+            print_output(out);
+            std::process::exit(0);
+        }
+        if PROVER_RETURNED.load(Ordering::Acquire) {
+            return;
+        }
+    });
+    let params = bellperson_synthesis::empty_parameters();
+    let result = bellperson::groth16::create_proof(circuit, &params, Scalar::from(1u64), Scalar::from(2u64));
+    PROVER_RETURNED.store(true, Ordering::Release);
+    let _ = watcher.join();
+    FilecoinError::Synthesis(format!(
+        "bellperson's create_proof logged no synthesis time (it returned {:?})",
+        result.map(|_| ())
+    ))
+}
+
+/// Prints the measurement (one JSON line), with the whole run's peak RSS.
+fn print_output(mut out: serde_json::Map<String, Value>) {
+    let peak = kib_field("/proc/self/status", "VmHWM").unwrap_or(0);
+    out.insert(
+        "peak_rss_bytes".into(),
+        json!(PEAK_RSS.fetch_max(peak, Ordering::Relaxed).max(peak)),
+    );
+    println!("{}", Value::Object(out));
+}
+
 pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
+    crate::bellperson_synthesis::capture()?;
     let spec = StructureSpec {
         seed: args.seed,
         ..args.proof
@@ -370,9 +464,10 @@ pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
     struct Planned(Measure, Instant, f64);
     impl CircuitWork for Planned {
         type Out = serde_json::Map<String, Value>;
-        fn run<C: bellperson::Circuit<Scalar>>(
+        fn run<C: bellperson::Circuit<Scalar> + Send>(
             self,
             circuit: &dyn Fn() -> Result<C, FilecoinError>,
+            units: Option<PartitionUnits<'_, C>>,
         ) -> Result<Self::Out, FilecoinError> {
             let Planned(mut measure, started, cpu) = self;
             let (wall, cpu) = (started.elapsed().as_secs_f64(), cpu_seconds() - cpu);
@@ -380,22 +475,17 @@ pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
                 "plan".into(),
                 json!({ "wall_s": round(wall), "cpu_s": round(cpu) }),
             );
-            measure.run(circuit)
+            measure.run(circuit, units)
         }
     }
     let measure = Measure { skip: args.skip, out };
-    let mut out = structure::with_partition_circuit(
+    let out = structure::with_partition_circuit(
         &request,
         ALLOW,
         args.partition,
         Planned(measure, planned, plan_cpu),
     )?;
-    let peak = kib_field("/proc/self/status", "VmHWM").unwrap_or(0);
-    out.insert(
-        "peak_rss_bytes".into(),
-        json!(PEAK_RSS.fetch_max(peak, Ordering::Relaxed).max(peak)),
-    );
-    println!("{}", Value::Object(out));
+    print_output(out);
     Ok(())
 }
 

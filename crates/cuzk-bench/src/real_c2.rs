@@ -8,13 +8,16 @@
 //! The circuit's R1CS is recorded first (by the plan's own witness-only
 //! synthesis of partition 0, into the process's `R1csCache`, where the
 //! engine then finds it), its counts give the parameters' section sizes,
-//! then `--count` proofs are submitted at once and timed. `--witness-only
-//! false` runs the same proofs with a, b, c computed on the host (the
-//! side-by-side run). Prints one JSON line: setup times, s/proof, GPU busy,
-//! peak RSS, the budget and the per-partition bytes in flight.
+//! then each pass of `--passes` runs: its proofs submitted at once and
+//! timed through an engine of its own (the parameters made again for it,
+//! the recorded R1CS shared). `witness` synthesises only the witness (a, b,
+//! c on the device), `host` computes a, b, c on the host (the side-by-side
+//! run): `--passes witness:3,host:1`. Prints one JSON line per pass: setup
+//! times, s/proof, GPU busy, peak RSS, the budget and the per-partition
+//! bytes in flight.
 
 use anyhow::{bail, Context};
-use clap::{ArgAction, Args};
+use clap::Args;
 use cuzk_core::backend::{CudaBackend, Fallback, Residency, Tuning};
 use cuzk_core::shaped::{parameters_of_shape, Shape};
 use cuzk_core::{
@@ -33,12 +36,11 @@ pub struct RealC2Args {
     /// window-post-32g, snap-32g, ...
     #[arg(long = "proof", default_value = "porep-32g", value_parser = parse_spec)]
     spec: StructureSpec,
-    /// Proofs submitted at once.
-    #[arg(long, default_value_t = 1)]
-    count: usize,
-    /// Synthesise only the witness (a, b, c on the device); false: on the host.
-    #[arg(long, default_value_t = true, action = ArgAction::Set)]
-    witness_only: bool,
+    /// The passes, in order, each `witness` (a, b, c on the device) or
+    /// `host` (a, b, c on the host), with the proofs it submits at once:
+    /// `witness:3,host:1` (a bare name: one proof).
+    #[arg(long, value_delimiter = ',', default_value = "witness", value_parser = parse_pass)]
+    passes: Vec<Pass>,
     /// The engine's memory budget for partitions in flight (and R1CS).
     #[arg(long, default_value_t = 72)]
     memory_budget_gib: u64,
@@ -52,6 +54,30 @@ pub struct RealC2Args {
 
 fn parse_spec(s: &str) -> Result<StructureSpec, String> {
     s.parse().map_err(|e: cuzk_filecoin::FilecoinError| e.to_string())
+}
+
+/// One pass of proofs through an engine of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pass {
+    /// Witness-only partitions (a, b, c on the device).
+    witness_only: bool,
+    /// Proofs submitted at once.
+    count: usize,
+}
+
+fn parse_pass(s: &str) -> Result<Pass, String> {
+    let (name, count) = s.split_once(':').unwrap_or((s, "1"));
+    let witness_only = match name {
+        "witness" => true,
+        "host" => false,
+        other => return Err(format!("unknown pass {other:?} (witness or host)")),
+    };
+    let count = count
+        .parse::<usize>()
+        .ok()
+        .filter(|&c| c > 0)
+        .ok_or_else(|| format!("{s:?}: the count must be a number of at least 1"))?;
+    Ok(Pass { witness_only, count })
 }
 
 /// Parameters made in memory, handed to the engine once.
@@ -117,15 +143,12 @@ fn gpu_busy_seconds(metrics: &str) -> f64 {
 }
 
 pub fn run(args: RealC2Args) -> anyhow::Result<()> {
-    if args.count == 0 {
-        bail!("--count must be at least 1");
-    }
     // No parameter file is read (the bench source serves its own), but the
     // Filecoin source wants a directory.
     let dir = std::env::temp_dir().join("cuzk-real-c2");
     std::fs::create_dir_all(&dir)?;
     let request = generate(&args.spec)?.proof_request()?;
-    let plans = FilecoinPlans::new(dir).with_allow_unverifiable(true);
+    let plans = FilecoinPlans::new(dir.clone()).with_allow_unverifiable(true);
     let plan = plans.plan(&request).context("not a Filecoin request")??;
     let circuit_id = plan.circuit_id();
 
@@ -149,21 +172,60 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
         a: r1cs.num_inputs() + a_aux.count_ones(),
         b: b_inputs.count_ones() + b_aux.count_ones(),
     };
-    let started = Instant::now();
-    let params = parameters_of_shape(&shape, 1);
-    let params_time = started.elapsed();
-    let params_bytes = params.size_bytes();
     eprintln!(
-        "{circuit_id}: R1CS + partition 0 witness {:.1}s ({} constraints, {} nonzeros, {} MiB), \
-         parameters {:.1}s ({} MiB)",
+        "{circuit_id}: R1CS + partition 0 witness {:.1}s ({} constraints, {} nonzeros, {} MiB)",
         record_and_witness.as_secs_f64(),
         r1cs.num_constraints(),
         r1cs.nonzeros(),
         r1cs.memory_bytes() >> 20,
+    );
+    drop(r1cs);
+    let setup = Setup {
+        request,
+        circuit_id,
+        shape,
+        record_and_witness,
+        witness_bytes,
+        partitions: plan.partitions(),
+        witness_path_bytes: plan.witness_bytes().unwrap_or_else(|| plan.partition_bytes()),
+        host_path_bytes: plan.partition_bytes(),
+    };
+    drop(plan);
+    for pass in &args.passes {
+        run_pass(
+            &args,
+            &setup,
+            FilecoinPlans::new(dir.clone()).with_allow_unverifiable(true),
+            *pass,
+        )?;
+    }
+    Ok(())
+}
+
+/// What every pass shares: the request and its circuit's recorded shape.
+struct Setup {
+    request: ProofRequest,
+    circuit_id: String,
+    shape: Shape,
+    record_and_witness: Duration,
+    witness_bytes: u64,
+    partitions: usize,
+    witness_path_bytes: u64,
+    host_path_bytes: u64,
+}
+
+fn run_pass(args: &RealC2Args, setup: &Setup, plans: FilecoinPlans, pass: Pass) -> anyhow::Result<()> {
+    // Each pass's peak is its own (where the kernel lets it be reset).
+    let peak_reset = crate::real::reset_peak_rss();
+    let started = Instant::now();
+    let params = parameters_of_shape(&setup.shape, 1);
+    let params_time = started.elapsed();
+    let params_bytes = params.size_bytes();
+    eprintln!(
+        "pass {pass:?}: parameters {:.1}s ({} MiB)",
         params_time.as_secs_f64(),
         params_bytes >> 20
     );
-    drop(r1cs);
 
     let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
     let config = EngineConfig {
@@ -171,7 +233,7 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
         workers_per_backend: args.prover_workers,
         max_prover_queue_depth: 2,
         memory_budget: args.memory_budget_gib << 30,
-        witness_only: args.witness_only,
+        witness_only: pass.witness_only,
         ..EngineConfig::default()
     };
     let backends: Vec<Arc<dyn ProverBackend>> = CudaBackend::detect(&[], Residency::Auto, Tuning::default())
@@ -185,25 +247,23 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
     }
     let source = BenchSource {
         plans,
-        circuit_id: circuit_id.clone(),
+        circuit_id: setup.circuit_id.clone(),
         params: Arc::new(Mutex::new(Some(params))),
     };
     // What the engine budgets: witness-only partitions need a backend
     // that takes them (the GPU).
-    let witness_path = args.witness_only && !backends.is_empty();
+    let witness_path = pass.witness_only && !backends.is_empty();
     let partition_bytes = match witness_path {
-        true => plan.witness_bytes().unwrap_or_else(|| plan.partition_bytes()),
-        false => plan.partition_bytes(),
+        true => setup.witness_path_bytes,
+        false => setup.host_path_bytes,
     };
-    let partitions = plan.partitions();
-    drop(plan);
     let engine = Engine::start(config, backends, vec![Arc::new(source)])?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let started = Instant::now();
-    let jobs: Vec<String> = (0..args.count)
+    let jobs: Vec<String> = (0..pass.count)
         .map(|k| {
-            let mut request = request.clone();
-            request.request_id = format!("real-c2-{k}");
+            let mut request = setup.request.clone();
+            request.request_id = format!("real-c2-{}-{k}", if witness_path { "witness" } else { "host" });
             engine.submit(request).map(|outcome| outcome.job_id)
         })
         .collect::<Result<_, _>>()?;
@@ -226,25 +286,27 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
         serde_json::json!({
             "proof": args.spec.kind.name(),
             "sector_size": args.spec.sector_size,
-            "circuit_id": circuit_id,
+            "circuit_id": setup.circuit_id,
             "witness_only": witness_path,
-            "count": args.count,
-            "partitions": partitions,
-            "constraints": shape.constraints,
-            "record_and_first_witness_s": record_and_witness.as_secs_f64(),
+            "count": pass.count,
+            "partitions": setup.partitions,
+            "constraints": setup.shape.constraints,
+            "record_and_first_witness_s": setup.record_and_witness.as_secs_f64(),
             "parameters_s": params_time.as_secs_f64(),
             "parameters_bytes": params_bytes,
             "compiled_r1cs_bytes": r1cs_bytes,
-            "witness_bytes_partition0": witness_bytes,
+            "witness_bytes_partition0": setup.witness_bytes,
             "budgeted_bytes_per_partition": partition_bytes,
             "memory_budget_bytes": args.memory_budget_gib << 30,
+            "cpu_threads": rayon::current_num_threads(),
             "wall_s": wall.as_secs_f64(),
-            "s_per_proof": wall.as_secs_f64() / args.count as f64,
+            "s_per_proof": wall.as_secs_f64() / pass.count as f64,
             "first_proof_s": finished[0].0.as_secs_f64(),
             "gpu_busy_s": busy,
             "gpu_busy_fraction": busy / wall.as_secs_f64(),
             "synthesis_partition_s_sum": synthesis,
             "peak_rss_bytes": peak_rss(),
+            "peak_rss_of_this_pass": peak_reset,
         })
     );
     Ok(())

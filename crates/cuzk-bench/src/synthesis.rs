@@ -10,17 +10,22 @@
 //! apart, with the compiled R1CS's size. The evaluator's output is checked
 //! equal to `cuzk_core::synthesize`'s.
 //!
-//! bellperson keeps its synthesis private; it times it itself and logs
-//! "synthesis time: <duration>" from `create_proof`, which this command
-//! captures with a `log` logger of its own (so it runs without the tracing
-//! subscriber the other commands install).
+//! The witness is also computed by units on all cores (the plan's parallel
+//! witness: a PoRep partition by challenges), timed by wall clock and by the
+//! process's CPU seconds, and checked equal to the sequential one.
+//!
+//! bellperson's synthesis time is its own (see [`crate::bellperson_synthesis`]);
+//! it synthesises one circuit on one thread, so its CPU seconds are its wall
+//! time.
 
+use crate::bellperson_synthesis;
+use crate::real::cpu_seconds;
 use clap::Args;
 use cuzk_core::Scalar;
+use cuzk_filecoin::plans::FilecoinProof;
 use cuzk_filecoin::plans::PorepPlan;
 use cuzk_filecoin::request::PorepInput;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
@@ -43,40 +48,6 @@ pub struct CompareSynthesisArgs {
     repeat: usize,
 }
 
-/// Collects bellperson's "synthesis time: ..." log lines.
-struct SynthesisTimes(Mutex<Vec<Duration>>);
-
-impl log::Log for SynthesisTimes {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::Level::Info
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        let text = record.args().to_string();
-        if let Some(value) = text.strip_prefix("synthesis time: ") {
-            if let Some(d) = parse_debug_duration(value) {
-                self.0.lock().unwrap_or_else(|e| e.into_inner()).push(d);
-            }
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-static TIMES: SynthesisTimes = SynthesisTimes(Mutex::new(Vec::new()));
-
-/// Parses `Duration`'s Debug form ("1.5s", "950.2ms", "12µs", "3ns").
-fn parse_debug_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    let (number, scale) = [("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9), ("s", 1.0)]
-        .iter()
-        .find_map(|(unit, scale)| text.strip_suffix(unit).map(|n| (n, *scale)))?;
-    number
-        .parse::<f64>()
-        .ok()
-        .map(|v| Duration::from_secs_f64(v * scale))
-}
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -84,8 +55,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.repeat > 0, "--repeat must be at least 1");
-    log::set_logger(&TIMES).map_err(|e| anyhow::anyhow!("installing the log capture: {e}"))?;
-    log::set_max_level(log::LevelFilter::Info);
+    bellperson_synthesis::capture()?;
     let dir = cuzk_filecoin::settings::init_with(
         args.param_cache.as_deref(),
         &cuzk_core::ParameterCache::default_dir(),
@@ -114,6 +84,13 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let r1cs = cuzk_core::CompiledR1cs::record(circuit()?)?;
     let record = started.elapsed();
+    let prefix = plan
+        .proof()
+        .unit_prefix()
+        .expect("PoRep partitions are made of challenges");
+    let layout = r1cs
+        .units(prefix)
+        .ok_or_else(|| anyhow::anyhow!("no {prefix} units in {circuit_id}"))?;
 
     // bellperson's create_proof needs the parameters; it times its own
     // synthesis (the rest of its proof is not counted).
@@ -132,6 +109,7 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
     // in the plans), not for bellperson (its timer starts inside).
     let (mut ours, mut evaluated) = (Vec::new(), Vec::new());
     let (mut witness_times, mut product_times) = (Vec::new(), Vec::new());
+    let (mut unit_times, mut unit_cpu) = (Vec::new(), Vec::new());
     let mut constraints = 0;
     for _ in 0..args.repeat {
         let started = Instant::now();
@@ -142,8 +120,24 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
         let started = Instant::now();
         let witness = r1cs.witness(circuit()?)?;
         let witnessed = started.elapsed();
+        let sequential = witness.clone();
         let assignment = r1cs.assign(witness)?;
         let total = started.elapsed();
+
+        let started = Instant::now();
+        let cpu = cpu_seconds();
+        let by_units = r1cs.witness_by_units(&layout, |unit| {
+            plan.proof()
+                .unit_circuit(0, unit)
+                .map_err(|e| cuzk_core::R1csError::UnitMismatch(e.to_string()))
+        })?;
+        unit_times.push(started.elapsed());
+        unit_cpu.push(Duration::from_secs_f64(cpu_seconds() - cpu));
+        anyhow::ensure!(
+            by_units == sequential,
+            "the witness by units differs from the sequential one"
+        );
+        drop((by_units, sequential));
         evaluated.push(total);
         witness_times.push(witnessed);
         product_times.push(total - witnessed);
@@ -156,7 +150,7 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
         let _ =
             bellperson::groth16::create_proof(circuit()?, &params, Scalar::from(1u64), Scalar::from(2u64))?;
     }
-    let theirs = std::mem::take(&mut *TIMES.0.lock().unwrap_or_else(|e| e.into_inner()));
+    let theirs = bellperson_synthesis::take();
     anyhow::ensure!(
         theirs.len() == args.repeat,
         "captured {} bellperson synthesis times for {} runs",
@@ -165,6 +159,7 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
     );
     let (ours, theirs, evaluated) = (median(ours), median(theirs), median(evaluated));
     let (witness, products) = (median(witness_times), median(product_times));
+    let (units, units_cpu) = (median(unit_times), median(unit_cpu));
     let mib = |bytes: usize| bytes as f64 / f64::from(1 << 20);
     println!("constraints: {constraints}");
     println!(
@@ -179,6 +174,15 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
         args.repeat,
         witness.as_secs_f64(),
         products.as_secs_f64(),
+        rayon::current_num_threads()
+    );
+    println!(
+        "cuzk witness by units: {:.3} s wall, {:.3} CPU-s (medians of {}: {} units on {} threads; equal to \
+         the sequential witness)",
+        units.as_secs_f64(),
+        units_cpu.as_secs_f64(),
+        args.repeat,
+        layout.len(),
         rayon::current_num_threads()
     );
     println!(
@@ -203,6 +207,12 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
     println!(
         "ratio bellperson/cuzk evaluator: {:.2}x",
         theirs.as_secs_f64() / evaluated.as_secs_f64()
+    );
+    // What the host computes per partition once a, b, c are on the device.
+    println!(
+        "ratio bellperson synthesis / cuzk witness by units: {:.2}x in latency, {:.2}x in core-seconds",
+        theirs.as_secs_f64() / units.as_secs_f64(),
+        theirs.as_secs_f64() / units_cpu.as_secs_f64()
     );
     Ok(())
 }

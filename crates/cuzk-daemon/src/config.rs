@@ -131,7 +131,7 @@ pub struct GpusSection {
     pub devices: Vec<u32>,
     /// Prover workers per device.
     pub gpu_workers_per_device: usize,
-    /// Threads for CPU-side prover work (0 = all cores).
+    /// Deprecated name of `[pipeline] cpu_threads` (used when that is 0).
     pub gpu_threads: usize,
     /// Where the parameters' G1 sections live while proving: "auto" (in
     /// GPU memory when they fit, else streamed from pinned host memory),
@@ -187,6 +187,23 @@ pub struct PipelineSection {
     /// compute a, b, c on the device (the witness path); false computes
     /// them on the host as before.
     pub witness_only: bool,
+    /// The one budget of cores for all CPU work (0 = all cores): the
+    /// process's thread pool, where synthesis (a witness by units on all of
+    /// it), a, b, c on the host and the backends' preparation and MSMs run.
+    /// `[synthesis] partition_workers` sets partitions in flight, not threads.
+    pub cpu_threads: usize,
+}
+
+impl PipelineSection {
+    /// Threads of the process's pool: `cpu_threads`, else the deprecated
+    /// `[gpus] gpu_threads`; 0 = all cores.
+    pub fn pool_threads(&self, gpus: &GpusSection) -> usize {
+        if self.cpu_threads > 0 {
+            self.cpu_threads
+        } else {
+            gpus.gpu_threads
+        }
+    }
 }
 
 impl Default for PipelineSection {
@@ -197,6 +214,7 @@ impl Default for PipelineSection {
             result_capacity: 10_000,
             max_queued_jobs: 1_000,
             witness_only: true,
+            cpu_threads: 0,
         }
     }
 }

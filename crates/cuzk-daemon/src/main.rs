@@ -71,11 +71,21 @@ fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if config.gpus.gpu_threads > 0 {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(config.gpus.gpu_threads)
-            .build_global()
-            .context("configuring prover threads")?;
+        tracing::warn!(
+            "[gpus] gpu_threads is deprecated: it is [pipeline] cpu_threads, the budget of all CPU work"
+        );
     }
+    let threads = config.pipeline.pool_threads(&config.gpus);
+    if threads > 0 {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build_global()
+            .context("configuring the CPU thread pool")?;
+    }
+    tracing::info!(
+        threads = rayon::current_num_threads(),
+        "CPU thread pool (all CPU work)"
+    );
     match &cli.config {
         Some(path) => tracing::info!(config = %path.display(), "configuration loaded"),
         None => tracing::info!("no --config: built-in defaults"),

@@ -869,8 +869,32 @@ pub trait CircuitWork {
     /// What the work returns.
     type Out;
     /// Runs the work; `circuit` builds the partition's circuit (a fresh
-    /// instance per call, as proving consumes one).
-    fn run<C: bellperson::Circuit<Fr>>(self, circuit: &dyn Fn() -> Result<C>) -> Result<Self::Out>;
+    /// instance per call, as proving consumes one); `units`, where the
+    /// proof type's partitions are made of independent units, builds the
+    /// circuit of one unit alone (as the plan's parallel witness does).
+    fn run<C: bellperson::Circuit<Fr> + Send>(
+        self,
+        circuit: &dyn Fn() -> Result<C>,
+        units: Option<PartitionUnits<'_, C>>,
+    ) -> Result<Self::Out>;
+}
+
+/// A partition's independent units ([`FilecoinProof::unit_prefix`]), for
+/// [`CircuitWork`]: their namespace prefix, and the circuit of unit `i`
+/// alone (for `CompiledR1cs::witness_by_units`).
+pub struct PartitionUnits<'a, C> {
+    /// The units' namespace prefix (`challenge_`, `outer namespace/sector_`).
+    pub prefix: &'static str,
+    /// The partition's circuit with unit `i` alone.
+    pub circuit: &'a (dyn Fn(usize) -> Result<C> + Sync),
+}
+
+impl<C> fmt::Debug for PartitionUnits<'_, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PartitionUnits")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Plans `request` with `options` (as the engine would, every check
@@ -920,7 +944,12 @@ impl<W: CircuitWork> OnPlan<W> {
                 "partition {partition} of a proof of {partitions} partitions"
             )));
         }
-        self.work.run(&|| plan.circuit(partition))
+        let unit_circuit = |unit: usize| plan.proof().unit_circuit(partition, unit);
+        let units = plan.proof().unit_prefix().map(|prefix| PartitionUnits {
+            prefix,
+            circuit: &unit_circuit,
+        });
+        self.work.run(&|| plan.circuit(partition), units)
     }
 }
 

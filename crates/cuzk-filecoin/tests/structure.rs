@@ -17,8 +17,8 @@
 use cuzk_core::{finish, prove_start, PlanError, PlanSource, ProofPlan, ProofRequest, Randomness, Scalar};
 use cuzk_filecoin::fixtures::{self, FixtureManifest};
 use cuzk_filecoin::structure::{
-    self, count_constraints, with_partition_circuit, CircuitWork, ConstraintCounts, StructureInput,
-    StructureSpec,
+    self, count_constraints, with_partition_circuit, CircuitWork, ConstraintCounts, PartitionUnits,
+    StructureInput, StructureSpec,
 };
 use cuzk_filecoin::{FilecoinError, FilecoinPlans, PlanOptions};
 use filecoin_hashers::{HashFunction, Hasher};
@@ -75,9 +75,10 @@ struct Count;
 
 impl CircuitWork for Count {
     type Out = ConstraintCounts;
-    fn run<C: bellperson::Circuit<Scalar>>(
+    fn run<C: bellperson::Circuit<Scalar> + Send>(
         self,
         circuit: &dyn Fn() -> Result<C, FilecoinError>,
+        _: Option<PartitionUnits<'_, C>>,
     ) -> Result<ConstraintCounts, FilecoinError> {
         count_constraints(circuit()?)
     }
@@ -123,9 +124,10 @@ fn counts_agree_with_the_compiled_r1cs() {
     struct Record;
     impl CircuitWork for Record {
         type Out = (ConstraintCounts, cuzk_core::CompiledR1cs);
-        fn run<C: bellperson::Circuit<Scalar>>(
+        fn run<C: bellperson::Circuit<Scalar> + Send>(
             self,
             circuit: &dyn Fn() -> Result<C, FilecoinError>,
+            _: Option<PartitionUnits<'_, C>>,
         ) -> Result<Self::Out, FilecoinError> {
             let r1cs = cuzk_core::CompiledR1cs::record(circuit()?)
                 .map_err(|e| FilecoinError::Synthesis(e.to_string()))?;

@@ -42,7 +42,7 @@ pub(crate) type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>
 /// proving work.
 pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
     /// The storage-proofs circuit of one partition.
-    type Circuit: bellperson::Circuit<Scalar>;
+    type Circuit: bellperson::Circuit<Scalar> + Send;
 
     /// Key (and file stem) of the parameters: `v28-<identifier>`.
     fn circuit_id(&self) -> &str;
