@@ -104,7 +104,7 @@ PY
     ;;
   witness)
     for proof in ${PROOFS:-porep-32g}; do
-      timeout "${WITNESS_TIMEOUT:-560}" "$bin" real-synthesis --proof "$proof" --skip synthesize \
+      timeout "${WITNESS_TIMEOUT:-560}" "$bin" real-synthesis --proof "$proof" --skip synthesize ${WITNESS_ARGS:-} \
         >"$out/real-synthesis-$proof.json" 2>"$out/real-synthesis-$proof.log"
       echo "$proof exit: $?"; tail -4 "$out/real-synthesis-$proof.log"; cat "$out/real-synthesis-$proof.json"
     done
