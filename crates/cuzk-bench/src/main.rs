@@ -4,6 +4,7 @@ mod admin;
 mod batch;
 mod bellperson_synthesis;
 mod client;
+mod cluster;
 mod compare;
 mod fixtures;
 mod gen;
@@ -64,6 +65,9 @@ enum Command {
     /// Write requests of production sectors' exact structure (random values,
     /// no sealing) for `single` / `batch`: porep-32g, window-post-32g, ...
     RealInputs(real::RealInputsArgs),
+    /// The cluster queue's coordination cost: simulated daemons drain a
+    /// PostgreSQL job queue (claim, wait, finish), 1 to 64 of them.
+    ClusterClaims(cluster::ClusterClaimsArgs),
     /// One real partition's host side at full size (circuit build, compiled
     /// R1CS, witness, a/b/c, synthesis), its input made in memory: one JSON line.
     RealSynthesis(real::RealSynthesisArgs),
@@ -95,6 +99,7 @@ fn main() -> anyhow::Result<()> {
         Command::Timeline(args) => return timeline::run(args),
         Command::RealInputs(args) => return real::run_inputs(args),
         Command::RealC2(args) => return real_c2::run(args),
+        Command::ClusterClaims(args) => return cluster::run(args),
         other => other,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -114,7 +119,8 @@ fn main() -> anyhow::Result<()> {
             | Command::Timeline(_)
             | Command::RealInputs(_)
             | Command::RealSynthesis(_)
-            | Command::RealC2(_) => unreachable!("handled above"),
+            | Command::RealC2(_)
+            | Command::ClusterClaims(_) => unreachable!("handled above"),
         }
     })
 }

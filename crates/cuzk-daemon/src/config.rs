@@ -187,10 +187,10 @@ pub struct PipelineSection {
     /// compute a, b, c on the device (the witness path); false computes
     /// them on the host as before.
     pub witness_only: bool,
-    /// The one budget of cores for all CPU work (0 = all cores): the
-    /// process's thread pool, where synthesis (a witness by units on all of
-    /// it), a, b, c on the host and the backends' preparation and MSMs run.
-    /// `[synthesis] partition_workers` sets partitions in flight, not threads.
+    /// Threads of the process's pool (0 = all cores), where every parallel
+    /// pass runs: a witness by units, a, b, c on the host, the backends'
+    /// preparation and MSMs. Each synthesis worker also runs its
+    /// partition's sequential parts on a thread of its own.
     pub cpu_threads: usize,
 }
 

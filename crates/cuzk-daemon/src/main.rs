@@ -72,7 +72,7 @@ fn main() -> anyhow::Result<()> {
         .init();
     if config.gpus.gpu_threads > 0 {
         tracing::warn!(
-            "[gpus] gpu_threads is deprecated: it is [pipeline] cpu_threads, the budget of all CPU work"
+            "[gpus] gpu_threads is deprecated: it is [pipeline] cpu_threads, the pool of every parallel pass"
         );
     }
     let threads = config.pipeline.pool_threads(&config.gpus);
@@ -84,7 +84,7 @@ fn main() -> anyhow::Result<()> {
     }
     tracing::info!(
         threads = rayon::current_num_threads(),
-        "CPU thread pool (all CPU work)"
+        "CPU thread pool (every parallel pass)"
     );
     match &cli.config {
         Some(path) => tracing::info!(config = %path.display(), "configuration loaded"),

@@ -9,22 +9,6 @@ use cuzk_core::PartitionData;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Runs `work` on a thread of the process's rayon pool and waits for it.
-///
-/// The pool is the one budget of cores for all CPU work: the plans' own
-/// parallel passes (a witness by units, a, b, c by sparse products) and
-/// the backends' preparation and MSMs run in it already. Synthesis runs
-/// there too, sequential parts included, so `partition_workers` sets how
-/// many partitions are in flight (with the memory budget), not how many
-/// threads compute: never more than the pool's threads at once, however
-/// many partitions or proofs are in flight, and one partition alone may
-/// use all of them.
-fn on_cores<R: Send>(work: impl FnOnce() -> R + Send) -> R {
-    // Called from a thread outside the pool (a synthesis worker), a rayon
-    // scope is injected into the pool and this thread blocks until it ends.
-    rayon::scope(|_| work())
-}
-
 /// Takes partitions from the dispatcher (in priority order, memory granted)
 /// until it closes.
 pub(crate) fn worker(shared: &Shared, name: &str) {
@@ -43,15 +27,13 @@ pub(crate) fn worker(shared: &Shared, name: &str) {
         };
         timeline::event("synthesis_start", &job.id, item.partition, name);
         let started = Instant::now();
-        let synthesized = on_cores(|| {
-            guarded("synthesis", || {
-                if job.witness_only {
-                    job.plan.synthesize_witness(item.partition)
-                } else {
-                    job.plan.synthesize(item.partition).map(PartitionData::Evaluated)
-                }
-                .map_err(|e| e.to_string())
-            })
+        let synthesized = guarded("synthesis", || {
+            if job.witness_only {
+                job.plan.synthesize_witness(item.partition)
+            } else {
+                job.plan.synthesize(item.partition).map(PartitionData::Evaluated)
+            }
+            .map_err(|e| e.to_string())
         });
         let took = started.elapsed();
         timeline::event("synthesis_end", &job.id, item.partition, name);
