@@ -50,6 +50,15 @@ pub struct RealC2Args {
     /// Prover workers per GPU.
     #[arg(long, default_value_t = 2)]
     prover_workers: usize,
+    /// Synthesis workers that compute at once (sequential slots; default:
+    /// the daemon's, one per eight cores).
+    #[arg(long)]
+    sequential_slots: Option<usize>,
+    /// Threads of the pool (default: the cores the slots leave, as the
+    /// daemon does; every core plus the slots reproduces the
+    /// oversubscribed split of earlier runs).
+    #[arg(long)]
+    pool_threads: Option<usize>,
 }
 
 fn parse_spec(s: &str) -> Result<StructureSpec, String> {
@@ -143,6 +152,15 @@ fn gpu_busy_seconds(metrics: &str) -> f64 {
 }
 
 pub fn run(args: RealC2Args) -> anyhow::Result<()> {
+    let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+    let slots = args
+        .sequential_slots
+        .unwrap_or_else(|| cuzk_core::cores::default_sequential_slots(cores));
+    let pool = args
+        .pool_threads
+        .unwrap_or_else(|| cuzk_core::cores::pool_threads(cores, slots));
+    rayon::ThreadPoolBuilder::new().num_threads(pool).build_global()?;
+    eprintln!("cores {cores}: {slots} sequential slots, pool of {pool} threads");
     // No parameter file is read (the bench source serves its own), but the
     // Filecoin source wants a directory.
     let dir = std::env::temp_dir().join("cuzk-real-c2");
@@ -230,12 +248,16 @@ fn run_pass(args: &RealC2Args, setup: &Setup, plans: FilecoinPlans, pass: Pass) 
     let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
     let config = EngineConfig {
         partition_workers: args.partition_workers.unwrap_or(cores.saturating_sub(2).max(1)),
+        sequential_slots: args
+            .sequential_slots
+            .unwrap_or_else(|| cuzk_core::cores::default_sequential_slots(cores)),
         workers_per_backend: args.prover_workers,
         max_prover_queue_depth: 2,
         memory_budget: args.memory_budget_gib << 30,
         witness_only: pass.witness_only,
         ..EngineConfig::default()
     };
+    let sequential_slots = config.sequential_slots;
     let backends: Vec<Arc<dyn ProverBackend>> = CudaBackend::detect(&[], Residency::Auto, Tuning::default())
         .into_iter()
         .map(|gpu| Arc::new(Fallback::new(Arc::new(gpu), Arc::new(CpuBackend))) as Arc<dyn ProverBackend>)
@@ -298,7 +320,8 @@ fn run_pass(args: &RealC2Args, setup: &Setup, plans: FilecoinPlans, pass: Pass) 
             "witness_bytes_partition0": setup.witness_bytes,
             "budgeted_bytes_per_partition": partition_bytes,
             "memory_budget_bytes": args.memory_budget_gib << 30,
-            "cpu_threads": rayon::current_num_threads(),
+            "pool_threads": rayon::current_num_threads(),
+            "sequential_slots": sequential_slots,
             "wall_s": wall.as_secs_f64(),
             "s_per_proof": wall.as_secs_f64() / pass.count as f64,
             "first_proof_s": finished[0].0.as_secs_f64(),

@@ -16,10 +16,12 @@
 //! - [`plan`]: how a request becomes partitions ([`PlanSource`],
 //!   [`ProofPlan`]) and parameters are obtained ([`ParameterRecipe`]).
 //! - [`synthetic`]: a PoRep-shaped synthetic circuit of any size.
+//! - [`cores`]: one budget of cores (sequential slots beside rayon's pool).
 //! - [`domain`], [`msm`]: the FFTs and witness-shaped MSMs the prover uses.
 
 pub mod assignment;
 pub mod backend;
+pub mod cores;
 pub mod domain;
 pub mod groth16;
 pub mod msm;

@@ -393,15 +393,16 @@ impl CompiledR1cs {
             aux_rest = rest_aux;
             targets.push((i, unit_inputs, unit_aux));
         }
-        let prologues: Vec<Witness> = targets
-            .into_par_iter()
-            .map(|(i, inputs, aux)| {
-                let mut cs = UnitWitness::new(layout.prologue, inputs, aux);
-                cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-                unit_circuit(i)?.synthesize(&mut cs)?;
-                cs.finish(i)
-            })
-            .collect::<Result<_, R1csError>>()?;
+        // The calling worker computes units too (its sequential slot's
+        // core), beside the pool.
+        let prologues: Vec<Witness> = crate::cores::share_with_pool(targets, |(i, inputs, aux)| {
+            let mut cs = UnitWitness::new(layout.prologue, inputs, aux);
+            cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+            unit_circuit(i)?.synthesize(&mut cs)?;
+            cs.finish(i)
+        })
+        .into_iter()
+        .collect::<Result<_, R1csError>>()?;
         let first = &prologues[0];
         if prologues.iter().any(|p| p != first) {
             return Err(R1csError::UnitMismatch("the units' prologues differ".into()));
@@ -425,10 +426,12 @@ impl CompiledR1cs {
         }
         let (inputs, aux) = (&witness.inputs, &witness.aux);
         let product = |matrix: &SparseMatrix| self.product(matrix, inputs, aux);
-        let (a, (b, c)) = rayon::join(
-            || product(&self.a),
-            || rayon::join(|| product(&self.b), || product(&self.c)),
-        );
+        let (a, (b, c)) = crate::cores::parallel(|| {
+            rayon::join(
+                || product(&self.a),
+                || rayon::join(|| product(&self.b), || product(&self.c)),
+            )
+        });
         Ok(ProvingAssignment {
             a,
             b,

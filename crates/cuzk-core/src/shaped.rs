@@ -173,6 +173,11 @@ impl ShapedCircuit {
     /// A witness for it (a/b/c random; aux values about 50 % zero, 45 % one,
     /// 5 % other), deterministic in `value_seed`.
     pub fn assignment(&self, value_seed: u64) -> ProvingAssignment {
+        // A parallel pass: a synthesis worker's slot is free meanwhile.
+        crate::cores::parallel(|| self.assignment_on_pool(value_seed))
+    }
+
+    fn assignment_on_pool(&self, value_seed: u64) -> ProvingAssignment {
         let (constraints, seed) = (self.constraints, value_seed);
         let (a, (b, c)) = rayon::join(
             || random_scalars(constraints, seed, 1),

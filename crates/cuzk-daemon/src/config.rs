@@ -187,11 +187,15 @@ pub struct PipelineSection {
     /// compute a, b, c on the device (the witness path); false computes
     /// them on the host as before.
     pub witness_only: bool,
-    /// Threads of the process's pool (0 = all cores), where every parallel
-    /// pass runs: a witness by units, a, b, c on the host, the backends'
-    /// preparation and MSMs. Each synthesis worker also runs its
-    /// partition's sequential parts on a thread of its own.
+    /// Cores the process computes on (0 = all): `sequential_threads` of
+    /// them are the synthesis workers' sequential slots, the rest rayon's
+    /// pool, where every parallel pass runs (a witness by units, a, b, c on
+    /// the host, the backends' preparation and MSMs).
     pub cpu_threads: usize,
+    /// Synthesis workers that compute at once, one core each (building a
+    /// circuit, a sequential witness, a share of a witness by units); 0 =
+    /// one per eight cores, at least one.
+    pub sequential_threads: usize,
 }
 
 impl PipelineSection {
@@ -204,6 +208,20 @@ impl PipelineSection {
             gpus.gpu_threads
         }
     }
+
+    /// The split of the cores: (sequential slots, pool threads), with
+    /// `available` cores when `cpu_threads` is 0.
+    pub fn core_split(&self, gpus: &GpusSection, available: usize) -> (usize, usize) {
+        let cores = match self.pool_threads(gpus) {
+            0 => available.max(1),
+            n => n,
+        };
+        let slots = match self.sequential_threads {
+            0 => cuzk_core::cores::default_sequential_slots(cores),
+            n => n.min(cores),
+        };
+        (slots, cuzk_core::cores::pool_threads(cores, slots))
+    }
 }
 
 impl Default for PipelineSection {
@@ -215,6 +233,7 @@ impl Default for PipelineSection {
             max_queued_jobs: 1_000,
             witness_only: true,
             cpu_threads: 0,
+            sequential_threads: 0,
         }
     }
 }
@@ -380,6 +399,7 @@ impl Config {
             },
             preload: self.srs.preload.clone(),
             partition_workers: self.synthesis.partition_workers,
+            sequential_slots: self.core_split().0,
             workers_per_backend: self.gpus.gpu_workers_per_device,
             max_prover_queue_depth: self.pipeline.max_gpu_queue_depth,
             memory_budget: self.memory_budget()?,
@@ -388,6 +408,12 @@ impl Config {
             max_queued_jobs: self.pipeline.max_queued_jobs,
             witness_only: self.pipeline.witness_only,
         })
+    }
+
+    /// (sequential slots, pool threads) on this host.
+    pub fn core_split(&self) -> (usize, usize) {
+        let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.pipeline.core_split(&self.gpus, available)
     }
 
     /// The parameter directory: `[srs] param_cache`, else the default.
@@ -410,6 +436,30 @@ mod tests {
         assert_eq!(ByteSize::parse("1.5 GiB"), Ok(ByteSize::Bytes(3 << 29)));
         assert_eq!(ByteSize::parse("100"), Ok(ByteSize::Bytes(100)));
         assert!(ByteSize::parse("12 parsecs").is_err());
+    }
+
+    #[test]
+    fn the_cores_are_split_between_slots_and_the_pool() {
+        let gpus = GpusSection::default();
+        let split = |toml_text: &str, available| {
+            let config: Config = toml::from_str(toml_text).unwrap();
+            config.pipeline.core_split(&gpus, available)
+        };
+        // All cores, one slot per eight.
+        assert_eq!(split("", 16), (2, 14));
+        assert_eq!(split("", 2), (1, 1));
+        assert_eq!(split("[pipeline]\ncpu_threads = 8", 64), (1, 7));
+        assert_eq!(
+            split("[pipeline]\ncpu_threads = 8\nsequential_threads = 3", 64),
+            (3, 5)
+        );
+        // More slots than cores: every core a slot, the pool keeps one thread.
+        assert_eq!(
+            split("[pipeline]\ncpu_threads = 2\nsequential_threads = 9", 64),
+            (2, 1)
+        );
+        let config: Config = toml::from_str("[pipeline]\ncpu_threads = 16\nsequential_threads = 3").unwrap();
+        assert_eq!(config.engine_config().unwrap().sequential_slots, 3);
     }
 
     #[test]

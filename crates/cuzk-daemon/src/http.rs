@@ -39,6 +39,11 @@ async fn status(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
         "memory_used_bytes": s.memory_used,
         "partitions_waiting_for_synthesis": s.queued_partitions.0,
         "partitions_waiting_for_prover": s.queued_partitions.1,
+        "sequential_slots": {
+            "total": s.sequential_slots.total,
+            "in_use": s.sequential_slots.in_use,
+            "waiting": s.sequential_slots.waiting,
+        },
         "devices": s.devices.iter().map(|d| serde_json::json!({
             "ordinal": d.backend.ordinal,
             "name": d.backend.name,

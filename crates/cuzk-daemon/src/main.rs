@@ -75,16 +75,15 @@ fn main() -> anyhow::Result<()> {
             "[gpus] gpu_threads is deprecated: it is [pipeline] cpu_threads, the pool of every parallel pass"
         );
     }
-    let threads = config.pipeline.pool_threads(&config.gpus);
-    if threads > 0 {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build_global()
-            .context("configuring the CPU thread pool")?;
-    }
+    let (slots, pool) = config.core_split();
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(pool)
+        .build_global()
+        .context("configuring the CPU thread pool")?;
     tracing::info!(
-        threads = rayon::current_num_threads(),
-        "CPU thread pool (every parallel pass)"
+        pool_threads = rayon::current_num_threads(),
+        sequential_slots = slots,
+        "cores: the pool runs every parallel pass, the slots the synthesis workers' sequential parts"
     );
     match &cli.config {
         Some(path) => tracing::info!(config = %path.display(), "configuration loaded"),

@@ -16,6 +16,10 @@ pub struct EngineConfig {
     pub preload: Vec<String>,
     /// Synthesis threads.
     pub partition_workers: usize,
+    /// Synthesis workers that compute at once (sequential slots, each one
+    /// core beside rayon's pool: see `cuzk_core::cores`); the others wait
+    /// for a slot, highest priority first. 0: as many as `partition_workers`.
+    pub sequential_slots: usize,
     /// Prover workers per backend: more than one lets a backend's host-side
     /// work (preparation, input MSMs) overlap another partition's device work.
     pub workers_per_backend: usize,
@@ -44,6 +48,7 @@ impl Default for EngineConfig {
             srs_idle_evict: Some(Duration::from_secs(2 * 3600)),
             preload: Vec::new(),
             partition_workers: 2,
+            sequential_slots: 0,
             workers_per_backend: 2,
             max_prover_queue_depth: 1,
             memory_budget: 4 << 30,

@@ -74,6 +74,10 @@ impl Engine {
             witness_only,
             dispatch: Dispatch::new(config.memory_budget, || R1csCache::global().memory_bytes()),
             handoff: Handoff::new(config.max_prover_queue_depth),
+            slots: cuzk_core::cores::Slots::new(match config.sequential_slots {
+                0 => config.partition_workers,
+                n => n,
+            }),
             srs: SrsManager::new(Arc::clone(&sources), config.srs_memory_limit),
             sources,
             jobs: Mutex::new(JobTable::default()),
@@ -420,6 +424,7 @@ impl Engine {
             memory_used: used,
             compiled_r1cs: R1csCache::global().snapshot(),
             queued_partitions: (waiting, shared.handoff.len()),
+            sequential_slots: shared.slots.snapshot(),
         }
     }
 

@@ -44,6 +44,8 @@ pub(crate) struct Shared {
     pub(crate) witness_only: bool,
     pub(crate) sources: Arc<PlanSources>,
     pub(crate) dispatch: Arc<Dispatch>,
+    /// The sequential slots synthesis workers compute in.
+    pub(crate) slots: Arc<cuzk_core::cores::Slots>,
     pub(crate) handoff: Handoff,
     pub(crate) srs: SrsManager,
     pub(crate) jobs: Mutex<JobTable>,

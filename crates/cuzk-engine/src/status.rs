@@ -50,4 +50,6 @@ pub struct EngineStatus {
     pub compiled_r1cs: Vec<cuzk_core::CachedR1cs>,
     /// Partitions waiting for synthesis / for a prover.
     pub queued_partitions: (usize, usize),
+    /// The synthesis workers' sequential slots: total, in use, waiting.
+    pub sequential_slots: cuzk_core::cores::SlotsSnapshot,
 }

@@ -5,7 +5,7 @@ use crate::job::JobStatus;
 use crate::sched::ReadyItem;
 use crate::state::{finalize, Shared};
 use crate::timeline;
-use cuzk_core::PartitionData;
+use cuzk_core::{cores, PartitionData};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -25,17 +25,22 @@ pub(crate) fn worker(shared: &Shared, name: &str) {
                 continue;
             }
         };
-        timeline::event("synthesis_start", &job.id, item.partition, name);
-        let started = Instant::now();
-        let synthesized = guarded("synthesis", || {
-            if job.witness_only {
-                job.plan.synthesize_witness(item.partition)
-            } else {
-                job.plan.synthesize(item.partition).map(PartitionData::Evaluated)
-            }
-            .map_err(|e| e.to_string())
+        // In a sequential slot: the synthesis computes on this thread only
+        // while it holds one (its parallel passes lend it to the pool), so
+        // workers and pool together stay within the cores.
+        let (synthesized, took) = cores::in_slot(&shared.slots, job.priority, || {
+            timeline::event("synthesis_start", &job.id, item.partition, name);
+            let started = Instant::now();
+            let synthesized = guarded("synthesis", || {
+                if job.witness_only {
+                    job.plan.synthesize_witness(item.partition)
+                } else {
+                    job.plan.synthesize(item.partition).map(PartitionData::Evaluated)
+                }
+                .map_err(|e| e.to_string())
+            });
+            (synthesized, started.elapsed())
         });
-        let took = started.elapsed();
         timeline::event("synthesis_end", &job.id, item.partition, name);
         shared
             .metrics

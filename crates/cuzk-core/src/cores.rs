@@ -1,0 +1,307 @@
+//! One budget of cores for the whole process.
+//!
+//! A host's `cpu_threads` cores are split in two:
+//!
+//! - a few **sequential slots** ([`Slots`]): a synthesis worker holds one
+//!   while it runs its partition's single-threaded work (building the
+//!   circuit, a circuit's one-time recording, a sequential witness, its
+//!   share of a witness by units);
+//! - **rayon's pool** with the rest, where every parallel pass runs (the
+//!   units of a witness, a, b, c, the backends' preparation and MSMs).
+//!
+//! A worker gives its slot up while it waits on a parallel pass
+//! ([`parallel`]), and takes part in a witness by units instead of waiting
+//! on it ([`share_with_pool`]), so at most `cpu_threads` threads compute at
+//! once however many partitions are in flight, and a single partition on an
+//! idle host still has every core.
+//!
+//! Why syntheses do not simply run on the pool: a pool thread waiting inside
+//! a parallel pass steals queued work, and a stolen synthesis that waits on
+//! a lock held lower on the same stack (a circuit's one-time recording, a
+//! plan's shared witness) never returns (`cuzk-engine/tests/pool.rs`).
+//! Slot holders are threads of their own, so nothing is ever stolen onto
+//! them.
+
+use crate::request::Priority;
+use crate::sync::lock;
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// How many of `cpu_threads` cores are sequential slots when the
+/// configuration leaves it open: one per eight cores, at least one. A slot
+/// holder mostly works inside a witness by units beside the pool, so few
+/// are needed; more let circuits be built while others prove.
+pub fn default_sequential_slots(cpu_threads: usize) -> usize {
+    (cpu_threads / 8).max(1)
+}
+
+/// The pool's share of `cpu_threads` cores once `slots` are set aside (at
+/// least one thread).
+pub fn pool_threads(cpu_threads: usize, slots: usize) -> usize {
+    cpu_threads.saturating_sub(slots).max(1)
+}
+
+#[derive(Debug, Default)]
+struct SlotState {
+    /// Below zero while workers back from a parallel pass exceed the slots.
+    free: isize,
+    /// Waiters, highest priority first, then in arrival order.
+    waiting: BinaryHeap<(Priority, Reverse<u64>)>,
+    next_ticket: u64,
+    peak_in_use: usize,
+}
+
+/// The sequential slots: a counting semaphore that serves the
+/// highest-priority waiter first (a WinningPoSt's synthesis does not wait
+/// behind PoRep partitions for a core).
+#[derive(Debug)]
+pub struct Slots {
+    state: Mutex<SlotState>,
+    freed: Condvar,
+    total: usize,
+}
+
+/// What [`Slots::snapshot`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotsSnapshot {
+    pub total: usize,
+    pub in_use: usize,
+    pub waiting: usize,
+    /// The most slots ever held at once.
+    pub peak_in_use: usize,
+}
+
+impl Slots {
+    /// `total` slots (at least one).
+    pub fn new(total: usize) -> Arc<Self> {
+        let total = total.max(1);
+        Arc::new(Self {
+            state: Mutex::new(SlotState {
+                free: total as isize,
+                ..SlotState::default()
+            }),
+            freed: Condvar::new(),
+            total,
+        })
+    }
+
+    pub fn snapshot(&self) -> SlotsSnapshot {
+        let state = lock(&self.state);
+        SlotsSnapshot {
+            total: self.total,
+            in_use: (self.total as isize - state.free) as usize,
+            waiting: state.waiting.len(),
+            peak_in_use: state.peak_in_use,
+        }
+    }
+
+    fn acquire(&self, priority: Priority) {
+        let mut state = lock(&self.state);
+        let ticket = (priority, Reverse(state.next_ticket));
+        state.next_ticket += 1;
+        state.waiting.push(ticket);
+        loop {
+            if state.free > 0 && state.waiting.peek() == Some(&ticket) {
+                state.waiting.pop();
+                state.free -= 1;
+                state.peak_in_use = state.peak_in_use.max((self.total as isize - state.free) as usize);
+                drop(state);
+                // The next waiter may fit too.
+                self.freed.notify_all();
+                return;
+            }
+            state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Takes a slot back at once, even if none is free: a worker back from a
+    /// parallel pass never waits for its slot, because the workers that took
+    /// it meanwhile may be waiting on what this one computes (a circuit's
+    /// one-time recording, a plan's shared witness). New holders then wait
+    /// until the count is back within the slots.
+    fn reclaim(&self) {
+        let mut state = lock(&self.state);
+        state.free -= 1;
+        state.peak_in_use = state.peak_in_use.max((self.total as isize - state.free) as usize);
+    }
+
+    fn release(&self) {
+        lock(&self.state).free += 1;
+        self.freed.notify_all();
+    }
+}
+
+thread_local! {
+    /// The slot this thread holds, if any, and the priority it was taken at.
+    static HELD: RefCell<Option<(Arc<Slots>, Priority)>> = const { RefCell::new(None) };
+}
+
+/// Gives the slot back (and forgets it) when dropped, panics included.
+struct Holding;
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        if let Some((slots, _)) = HELD.with(|held| held.borrow_mut().take()) {
+            slots.release();
+        }
+    }
+}
+
+/// Runs `work` on this thread holding one of `slots` (waiting for one, in
+/// priority order). A thread that already holds a slot just runs `work`.
+pub fn in_slot<T>(slots: &Arc<Slots>, priority: Priority, work: impl FnOnce() -> T) -> T {
+    if HELD.with(|held| held.borrow().is_some()) {
+        return work();
+    }
+    slots.acquire(priority);
+    HELD.with(|held| *held.borrow_mut() = Some((Arc::clone(slots), priority)));
+    let _holding = Holding;
+    work()
+}
+
+/// Takes the slot back when dropped.
+struct Lent(Option<(Arc<Slots>, Priority)>);
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some((slots, priority)) = self.0.take() {
+            slots.reclaim();
+            HELD.with(|held| *held.borrow_mut() = Some((slots, priority)));
+        }
+    }
+}
+
+/// Runs a parallel pass (`work` hands its work to the pool and waits):
+/// the calling thread's slot, if it holds one, is given up meanwhile, since
+/// the thread only waits, and taken back afterwards, at once even when the
+/// slots are all taken (the workers that took them may be waiting on what
+/// this one computes).
+pub fn parallel<T>(work: impl FnOnce() -> T) -> T {
+    let held = HELD.with(|held| held.borrow_mut().take());
+    if let Some((slots, _)) = &held {
+        slots.release();
+    }
+    let _lent = Lent(held);
+    work()
+}
+
+/// Runs `work` on every item, on the calling thread and on as many of the
+/// pool's threads as there are items to share, and returns the results in
+/// the items' order. Unlike a parallel iterator started from outside the
+/// pool, which parks the caller, the caller works too: a slot holder's core
+/// stays busy, and one partition on an idle host gets the pool plus its
+/// slot.
+pub fn share_with_pool<I: Send, R: Send>(items: Vec<I>, work: impl Fn(I) -> R + Sync) -> Vec<R> {
+    let count = items.len();
+    let items: Vec<Mutex<Option<I>>> = items.into_iter().map(|i| Mutex::new(Some(i))).collect();
+    let results: Vec<Mutex<Option<R>>> = (0..count).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let drain = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= count {
+            break;
+        }
+        if let Some(item) = lock(&items[i]).take() {
+            let result = work(item);
+            *lock(&results[i]) = Some(result);
+        }
+    };
+    let helpers = rayon::current_num_threads().min(count.saturating_sub(1));
+    // A panic in any share is re-raised here once every share has stopped.
+    rayon::in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| drain());
+        }
+        drain();
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every item ran: the shares stop only when none is left")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+    use std::time::Duration;
+
+    #[test]
+    fn the_pool_gets_what_the_slots_leave() {
+        assert_eq!(default_sequential_slots(2), 1);
+        assert_eq!(default_sequential_slots(16), 2);
+        assert_eq!(pool_threads(16, 2), 14);
+        assert_eq!(pool_threads(1, 1), 1);
+    }
+
+    #[test]
+    fn no_more_holders_than_slots_and_parallel_lends_the_slot() {
+        let slots = Slots::new(2);
+        let inside = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                s.spawn(|| {
+                    in_slot(&slots, Priority::Normal, || {
+                        let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(20));
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        // While this thread waits on a pass, its slot is free.
+                        parallel(|| {
+                            assert!(HELD.with(|h| h.borrow().is_none()));
+                            std::thread::sleep(Duration::from_millis(20));
+                        });
+                        assert!(HELD.with(|h| h.borrow().is_some()), "the slot is taken back");
+                    })
+                });
+            }
+        });
+        assert_eq!(most.load(Ordering::SeqCst), 2);
+        let after = slots.snapshot();
+        assert_eq!((after.in_use, after.waiting), (0, 0));
+    }
+
+    #[test]
+    fn a_higher_priority_waiter_is_served_first() {
+        let slots = Slots::new(1);
+        let order = Mutex::new(Vec::new());
+        let holder_in = Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                in_slot(&slots, Priority::Normal, || {
+                    holder_in.wait();
+                    // Let both waiters queue up behind the holder.
+                    while slots.snapshot().waiting < 2 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                })
+            });
+            holder_in.wait();
+            s.spawn(|| in_slot(&slots, Priority::Low, || lock(&order).push("low")));
+            while slots.snapshot().waiting < 1 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            s.spawn(|| in_slot(&slots, Priority::Critical, || lock(&order).push("critical")));
+        });
+        assert_eq!(*lock(&order), ["critical", "low"]);
+    }
+
+    #[test]
+    fn a_slot_is_given_back_after_a_panic() {
+        let slots = Slots::new(1);
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            in_slot(&slots, Priority::Normal, || panic!("synthesis failed"))
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(slots.snapshot().in_use, 0);
+        assert!(HELD.with(|h| h.borrow().is_none()));
+    }
+}
