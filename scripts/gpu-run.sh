@@ -14,7 +14,8 @@
 #                                       a, b, c, bellperson's own synthesis); PROOFS (porep-32g)
 #   scripts/gpu-run.sh realc2           real-circuit C2 through the engine (real-c2), PASSES
 #                                       (witness:3,host:1) in one process, BUDGET GiB (100),
-#                                       a timeline chart per pass
+#                                       a timeline chart per pass; REALC2_ARGS: more flags
+#                                       (--sequential-slots N --pool-threads N)
 # Logs go to $OUT (or ./gpu-logs when run by hand).
 set -uo pipefail
 out=${OUT:-gpu-logs}
@@ -115,7 +116,7 @@ PY
     sampler=$!
     GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.hugetlb=1} CUZK_LOG=${CUZK_LOG:-info} timeout "${REALC2_TIMEOUT:-560}" \
       "$bin" real-c2 --proof "${PROOF:-porep-32g}" --passes "${PASSES:-witness:3,host:1}" \
-      --memory-budget-gib "${BUDGET:-100}" 2>"$out/engine.log" | tee "$out/real-c2.jsonl"
+      --memory-budget-gib "${BUDGET:-100}" ${REALC2_ARGS:-} 2>"$out/engine.log" | tee "$out/real-c2.jsonl"
     echo "real-c2 exit: ${PIPESTATUS[0]}"
     kill $sampler
     # One chart per pass: the log between one "pass" line and the next.

@@ -38,7 +38,8 @@ pub struct RealC2Args {
     spec: StructureSpec,
     /// The passes, in order, each `witness` (a, b, c on the device) or
     /// `host` (a, b, c on the host), with the proofs it submits at once:
-    /// `witness:3,host:1` (a bare name: one proof).
+    /// `witness:3,host:1` (a bare name: one proof); `@N` sets a pass's
+    /// sequential slots (`witness:3@2,witness:3@14`).
     #[arg(long, value_delimiter = ',', default_value = "witness", value_parser = parse_pass)]
     passes: Vec<Pass>,
     /// The engine's memory budget for partitions in flight (and R1CS).
@@ -72,10 +73,26 @@ struct Pass {
     witness_only: bool,
     /// Proofs submitted at once.
     count: usize,
+    /// Sequential slots of this pass (`None`: `--sequential-slots`).
+    slots: Option<usize>,
 }
 
+/// `witness:3@2`: the witness path, 3 proofs at once, 2 sequential slots
+/// (the pool is the process's, so passes differing in slots alone compare
+/// the split side by side).
 fn parse_pass(s: &str) -> Result<Pass, String> {
-    let (name, count) = s.split_once(':').unwrap_or((s, "1"));
+    let (pass, slots) = match s.split_once('@') {
+        Some((pass, slots)) => {
+            let slots = slots
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("{s:?}: the slots after @ must be a number of at least 1"))?;
+            (pass, Some(slots))
+        }
+        None => (s, None),
+    };
+    let (name, count) = pass.split_once(':').unwrap_or((pass, "1"));
     let witness_only = match name {
         "witness" => true,
         "host" => false,
@@ -86,7 +103,11 @@ fn parse_pass(s: &str) -> Result<Pass, String> {
         .ok()
         .filter(|&c| c > 0)
         .ok_or_else(|| format!("{s:?}: the count must be a number of at least 1"))?;
-    Ok(Pass { witness_only, count })
+    Ok(Pass {
+        witness_only,
+        count,
+        slots,
+    })
 }
 
 /// Parameters made in memory, handed to the engine once.
@@ -248,8 +269,9 @@ fn run_pass(args: &RealC2Args, setup: &Setup, plans: FilecoinPlans, pass: Pass) 
     let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
     let config = EngineConfig {
         partition_workers: args.partition_workers.unwrap_or(cores.saturating_sub(2).max(1)),
-        sequential_slots: args
-            .sequential_slots
+        sequential_slots: pass
+            .slots
+            .or(args.sequential_slots)
             .unwrap_or_else(|| cuzk_core::cores::default_sequential_slots(cores)),
         workers_per_backend: args.prover_workers,
         max_prover_queue_depth: 2,
