@@ -16,8 +16,8 @@
 //! The schema is created and migrated by the first daemon to connect
 //! ([`schema`]), in a schema of the database named by the configuration.
 //!
-//! Not yet wired into the daemon: this crate is the queue the cluster mode
-//! will run on (see the README's status).
+//! The daemon's `[cluster]` mode runs on it (`cuzk-daemon`'s `cluster`
+//! module).
 
 pub mod queue;
 pub mod schema;

@@ -108,6 +108,8 @@ pub struct JobRecord {
     pub proof: Option<Vec<u8>>,
     /// The reason, once failed.
     pub error: Option<String>,
+    /// The daemon whose result was recorded (completed or failed jobs).
+    pub finished_by: Option<String>,
 }
 
 /// One daemon's handle on the shared queue.
@@ -272,18 +274,28 @@ impl JobQueue {
     /// for `lease`, skipping rows another daemon is claiming at this
     /// moment; `None` when nothing is queued.
     pub async fn claim(&self, lease: Duration) -> Result<Option<ClaimedJob>, ClusterError> {
+        self.claim_at_least(lease, i16::MIN).await
+    }
+
+    /// [`claim`](Self::claim), of a job with priority `min_priority` or
+    /// higher only (a daemon already full takes urgent work only).
+    pub async fn claim_at_least(
+        &self,
+        lease: Duration,
+        min_priority: i16,
+    ) -> Result<Option<ClaimedJob>, ClusterError> {
         let rows = self
             .query(
                 "UPDATE cuzk_jobs
                  SET state = 'running', owner = $1, attempts = attempts + 1,
                      lease_until = now() + $2::float8 * interval '1 millisecond'
                  WHERE job_id = (
-                     SELECT job_id FROM cuzk_jobs WHERE state = 'queued'
+                     SELECT job_id FROM cuzk_jobs WHERE state = 'queued' AND priority >= $3
                      ORDER BY priority DESC, seq
                      LIMIT 1
                      FOR UPDATE SKIP LOCKED)
                  RETURNING job_id, kind, priority, request, attempts",
-                &[&self.owner, &millis(lease)],
+                &[&self.owner, &millis(lease), &min_priority],
             )
             .await?;
         Ok(rows.first().map(|row| ClaimedJob {
@@ -320,7 +332,8 @@ impl JobQueue {
         let changed = self
             .execute(
                 "UPDATE cuzk_jobs
-                 SET state = $3, proof = $4, error = $5, finished_at = now(), owner = NULL, lease_until = NULL
+                 SET state = $3, proof = $4, error = $5, finished_at = now(), finished_by = owner,
+                     owner = NULL, lease_until = NULL
                  WHERE job_id = $1 AND owner = $2 AND state = 'running'",
                 &[&job_id, &self.owner, &state, &proof, &error],
             )
@@ -369,7 +382,7 @@ impl JobQueue {
     pub async fn get(&self, job_id: &str) -> Result<Option<JobRecord>, ClusterError> {
         let rows = self
             .query(
-                "SELECT job_id, kind, priority, state, owner, attempts, proof, error
+                "SELECT job_id, kind, priority, state, owner, attempts, proof, error, finished_by
                  FROM cuzk_jobs WHERE job_id = $1",
                 &[&job_id],
             )
@@ -385,6 +398,7 @@ impl JobQueue {
                     attempts: row.get(5),
                     proof: row.get(6),
                     error: row.get(7),
+                    finished_by: row.get(8),
                 })
             })
             .transpose()

@@ -32,6 +32,9 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX cuzk_jobs_queued ON cuzk_jobs (priority DESC, seq) WHERE state = 'queued';
     CREATE INDEX cuzk_jobs_leases ON cuzk_jobs (lease_until) WHERE state = 'running';
     CREATE INDEX cuzk_jobs_finished ON cuzk_jobs (finished_at) WHERE finished_at IS NOT NULL;",
+    // 2: which daemon recorded the result (operators' question, and how
+    // the tests tell work proved twice from results recorded twice).
+    "ALTER TABLE cuzk_jobs ADD COLUMN finished_by TEXT;",
 ];
 
 /// The newest schema version this build knows.

@@ -98,8 +98,8 @@ async fn migrations_apply_once_and_a_newer_schema_is_refused() {
         .collect();
     assert_eq!(
         versions,
-        vec![cuzk_cluster::schema::VERSION],
-        "three daemons, one migration"
+        (1..=cuzk_cluster::schema::VERSION).collect::<Vec<_>>(),
+        "three daemons, each migration once"
     );
     client
         .execute(
@@ -258,6 +258,11 @@ async fn a_dead_daemons_job_is_requeued_after_its_lease_and_finished_once() {
         .unwrap());
     let record = dead.get(&taken.job_id).await.unwrap().unwrap();
     assert_eq!((record.state, record.proof), (JobState::Completed, Some(vec![2])));
+    assert_eq!(
+        record.finished_by.as_deref(),
+        Some(alive.owner()),
+        "the new holder's result"
+    );
     cluster.end().await;
 }
 

@@ -27,6 +27,47 @@ pub struct Config {
     pub benchmark: BenchmarkSection,
     /// `[logging]`
     pub logging: LoggingSection,
+    /// `[cluster]`
+    pub cluster: ClusterSection,
+}
+
+/// `[cluster]`: a pool of daemons on one PostgreSQL job queue (off unless
+/// `database` is set).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterSection {
+    /// `postgres://user:password@host/db`; empty: a single daemon, jobs in
+    /// memory.
+    pub database: String,
+    /// The PostgreSQL schema holding cuzk's tables (created on first start).
+    pub schema: String,
+    /// This daemon's name in the queue (who holds a job); empty: host name
+    /// and process id.
+    pub node: String,
+    /// How long a claimed job stays this daemon's without a renewal; a
+    /// daemon that dies gives its jobs back after at most this long. Renewed
+    /// every third of it.
+    pub lease_ms: u64,
+    /// Jobs this daemon holds at once (enough to keep its pipeline full;
+    /// more would hold work other daemons could prove). High and critical
+    /// priority jobs may be claimed beyond it, up to twice as many.
+    pub max_claimed: usize,
+    /// How often an idle daemon looks for queued jobs, and the longest
+    /// pause between an AwaitProof's looks at its job.
+    pub poll_ms: u64,
+}
+
+impl Default for ClusterSection {
+    fn default() -> Self {
+        Self {
+            database: String::new(),
+            schema: "cuzk".into(),
+            node: String::new(),
+            lease_ms: 30_000,
+            max_claimed: 2,
+            poll_ms: 200,
+        }
+    }
 }
 
 /// `[daemon]`
@@ -352,6 +393,17 @@ impl Config {
 
     /// Rejects values the engine cannot run with.
     pub fn validate(&self) -> anyhow::Result<()> {
+        if !self.cluster.database.is_empty() {
+            if self.cluster.lease_ms < 300 {
+                bail!("[cluster] lease_ms must be at least 300");
+            }
+            if self.cluster.max_claimed == 0 {
+                bail!("[cluster] max_claimed must be at least 1");
+            }
+            if self.cluster.poll_ms == 0 {
+                bail!("[cluster] poll_ms must be at least 1");
+            }
+        }
         if self.synthesis.partition_workers == 0 {
             bail!("[synthesis] partition_workers must be at least 1");
         }

@@ -1,8 +1,10 @@
 //! The cuzk daemon: configuration, what the engine is started with, the
 //! gRPC service and its wire conversions, the HTTP status endpoints, and
-//! the serve loop with graceful shutdown.
+//! the serve loop with graceful shutdown, and the cluster mode on a shared
+//! PostgreSQL queue.
 
 pub mod access;
+pub mod cluster;
 pub mod config;
 pub mod http;
 pub mod server;

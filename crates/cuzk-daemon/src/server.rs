@@ -104,6 +104,17 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             .context("starting the engine")?,
     );
 
+    let cluster = match config.cluster.database.as_str() {
+        "" => None,
+        _ => {
+            let ttl = Duration::from_secs(config.pipeline.result_ttl_secs);
+            let node = crate::cluster::ClusterNode::connect(&config.cluster, ttl, Arc::clone(&engine))
+                .await
+                .context("connecting to the [cluster] database")?;
+            node.spawn_claimer();
+            Some(node)
+        }
+    };
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter
         .set_serving::<ProvingEngineServer<Service>>()
@@ -111,9 +122,12 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     // The token guards the engine's service; health checks stay open (they
     // reveal only SERVING / NOT_SERVING).
     let service = InterceptedService::new(
-        ProvingEngineServer::new(Service::new(Arc::clone(&engine)))
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        ProvingEngineServer::new(match &cluster {
+            Some(node) => Service::clustered(Arc::clone(&engine), Arc::clone(node)),
+            None => Service::new(Arc::clone(&engine)),
+        })
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES),
         AuthInterceptor::new(token.clone()),
     );
 
@@ -123,8 +137,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         let engine = Arc::clone(&engine);
         let grace = Duration::from_secs(config.daemon.shutdown_grace_secs);
         let reporter = health_reporter.clone();
+        let cluster = cluster.clone();
         tokio::spawn(async move {
             termination_signal().await;
+            if let Some(node) = &cluster {
+                // Claim nothing more; what the engine cancels at the end of
+                // the grace period goes back to the pool.
+                node.stop();
+            }
             reporter.set_not_serving::<ProvingEngineServer<Service>>().await;
             tracing::info!(
                 grace_secs = grace.as_secs(),
@@ -137,6 +157,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
                 let _ = tokio::task::spawn_blocking(move || engine.shutdown(grace)).await;
             }
             tracing::info!("engine stopped; every accepted job has a final status");
+            if let Some(node) = &cluster {
+                // The held jobs' outcomes (or their release) reach the pool.
+                let deadline = std::time::Instant::now() + Duration::from_secs(5);
+                while node.held() > 0 && std::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
             // Results of jobs that ended during shutdown stay collectable
             // until every one has been awaited or the grace period ends.
             if had_work {

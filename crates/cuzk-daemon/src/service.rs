@@ -1,6 +1,7 @@
 //! The `cuzk.v1.ProvingEngine` gRPC service: a thin layer that checks and
 //! maps requests onto the engine and never blocks the async runtime.
 
+use crate::cluster::ClusterNode;
 use crate::wire::{to_request, to_response, to_status, to_status_response};
 use cuzk_engine::Engine;
 use cuzk_proto::v1::{self as pb, proving_engine_server::ProvingEngine};
@@ -8,16 +9,49 @@ use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
 
-/// The service, over a shared engine.
+/// The service, over a shared engine, and in cluster mode the pool's queue
+/// (where submissions, results and cancellations then go).
 #[derive(Debug, Clone)]
 pub struct Service {
     engine: Arc<Engine>,
+    cluster: Option<Arc<ClusterNode>>,
 }
 
 impl Service {
     /// Serves `engine`.
     pub fn new(engine: Arc<Engine>) -> Self {
-        Self { engine }
+        Self {
+            engine,
+            cluster: None,
+        }
+    }
+
+    /// Serves the pool's queue, `engine` proving what this daemon claims.
+    pub fn clustered(engine: Arc<Engine>, cluster: Arc<ClusterNode>) -> Self {
+        Self {
+            engine,
+            cluster: Some(cluster),
+        }
+    }
+}
+
+/// Cancels a pool job when dropped unless disarmed (a `Prove` client that
+/// went away, in cluster mode).
+struct CancelInPoolOnDrop {
+    cluster: Arc<ClusterNode>,
+    job_id: Option<String>,
+}
+
+impl Drop for CancelInPoolOnDrop {
+    fn drop(&mut self) {
+        if let Some(id) = self.job_id.take() {
+            let cluster = Arc::clone(&self.cluster);
+            tokio::spawn(async move {
+                if let Ok(true) = cluster.cancel(&id).await {
+                    tracing::info!(job = %id, "Prove client went away; job cancelled in the pool");
+                }
+            });
+        }
     }
 }
 
@@ -44,6 +78,13 @@ impl ProvingEngine for Service {
         &self,
         request: Request<pb::SubmitProofRequest>,
     ) -> Result<Response<pb::SubmitProofResponse>, Status> {
+        if let Some(cluster) = &self.cluster {
+            let job_id = cluster.submit(request.into_inner()).await?;
+            return Ok(Response::new(pb::SubmitProofResponse {
+                job_id,
+                ..Default::default()
+            }));
+        }
         let request = to_request(request.into_inner())?;
         let engine = Arc::clone(&self.engine);
         let outcome = tokio::task::spawn_blocking(move || engine.submit(request))
@@ -63,6 +104,11 @@ impl ProvingEngine for Service {
     ) -> Result<Response<pb::AwaitProofResponse>, Status> {
         let request = request.into_inner();
         let timeout = (request.timeout_ms > 0).then(|| Duration::from_millis(request.timeout_ms));
+        if let Some(cluster) = &self.cluster {
+            return Ok(Response::new(
+                cluster.await_result(&request.job_id, timeout).await?,
+            ));
+        }
         let result = self
             .engine
             .wait(&request.job_id, timeout)
@@ -76,6 +122,16 @@ impl ProvingEngine for Service {
             .into_inner()
             .submit
             .ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
+        if let Some(cluster) = &self.cluster {
+            let job_id = cluster.submit(submit).await?;
+            let mut guard = CancelInPoolOnDrop {
+                cluster: Arc::clone(cluster),
+                job_id: Some(job_id.clone()),
+            };
+            let result = cluster.await_result(&job_id, None).await?;
+            guard.job_id = None;
+            return Ok(Response::new(pb::ProveResponse { result: Some(result) }));
+        }
         let request = to_request(submit)?;
         let engine = Arc::clone(&self.engine);
         let outcome = tokio::task::spawn_blocking(move || engine.submit(request))
@@ -97,6 +153,10 @@ impl ProvingEngine for Service {
         &self,
         request: Request<pb::CancelProofRequest>,
     ) -> Result<Response<pb::CancelProofResponse>, Status> {
+        if let Some(cluster) = &self.cluster {
+            let was_running = cluster.cancel(&request.into_inner().job_id).await?;
+            return Ok(Response::new(pb::CancelProofResponse { was_running }));
+        }
         let was_running = self
             .engine
             .cancel(&request.into_inner().job_id)

@@ -2,18 +2,17 @@
 //! through its gRPC API. No mocks: every proof is checked with bellperson's
 //! verifier against the `.vk` the daemon wrote.
 
+use cuzk_core::ParameterCache;
 use cuzk_core::ProofPlan;
-use cuzk_core::{ParameterCache, Proof, Verifier, PROOF_BYTES};
 use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
 use cuzk_synthetic::SyntheticPlan;
 use cuzk_synthetic::SyntheticSpec;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use tonic::Code;
 
 mod common;
-use common::{await_job, connect, Client, Daemon, Listen};
+use common::{await_job, check_proof, connect, Client, Daemon, Listen};
 use pb::await_proof_response::Status;
 
 fn spec(constraints: usize, partitions: usize, seed: u64) -> SyntheticSpec {
@@ -47,28 +46,6 @@ async fn submit(client: &mut Client, spec: &SyntheticSpec, priority: pb::Priorit
         .unwrap()
         .into_inner()
         .job_id
-}
-
-/// bellperson's verifier over every partition of a returned proof.
-fn check_proof(params_dir: &Path, spec: &SyntheticSpec, response: &pb::AwaitProofResponse) {
-    assert_eq!(
-        response.status,
-        Status::Completed as i32,
-        "{}",
-        response.error_message
-    );
-    let plan = SyntheticPlan::new(spec.clone()).unwrap();
-    let cache = ParameterCache::new(params_dir).unwrap();
-    let vk = cuzk_core::params::read_vk(&cache.params_path(&plan.circuit_id()).with_extension("vk")).unwrap();
-    let verifier = Verifier::new(&vk);
-    assert_eq!(response.proof.len(), PROOF_BYTES * spec.partitions);
-    for (index, chunk) in response.proof.chunks(PROOF_BYTES).enumerate() {
-        let proof = Proof::<cuzk_core::Bls12>::read(chunk).unwrap();
-        assert!(
-            verifier.verify(&proof, &plan.public_inputs(index)).unwrap(),
-            "partition {index}"
-        );
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

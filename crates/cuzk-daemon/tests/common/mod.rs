@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses part of it
 
+pub mod pool;
+
 use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -155,4 +157,37 @@ pub async fn await_job(client: &mut Client, job_id: &str, timeout_ms: u64) -> pb
         .await
         .unwrap()
         .into_inner()
+}
+
+/// bellperson's verifier over every partition of a returned proof.
+pub fn check_proof(
+    params_dir: &std::path::Path,
+    spec: &cuzk_synthetic::SyntheticSpec,
+    response: &pb::AwaitProofResponse,
+) {
+    assert_eq!(
+        response.status,
+        pb::await_proof_response::Status::Completed as i32,
+        "{}",
+        response.error_message
+    );
+    let plan = cuzk_synthetic::SyntheticPlan::new(spec.clone()).unwrap();
+    let cache = cuzk_core::ParameterCache::new(params_dir).unwrap();
+    let vk = cuzk_core::params::read_vk(
+        &cache
+            .params_path(&cuzk_core::ProofPlan::circuit_id(&plan))
+            .with_extension("vk"),
+    )
+    .unwrap();
+    let verifier = cuzk_core::Verifier::new(&vk);
+    assert_eq!(response.proof.len(), cuzk_core::PROOF_BYTES * spec.partitions);
+    for (index, chunk) in response.proof.chunks(cuzk_core::PROOF_BYTES).enumerate() {
+        let proof = cuzk_core::Proof::<cuzk_core::Bls12>::read(chunk).unwrap();
+        assert!(
+            verifier
+                .verify(&proof, &cuzk_core::ProofPlan::public_inputs(&plan, index))
+                .unwrap(),
+            "partition {index}"
+        );
+    }
 }
