@@ -3,6 +3,7 @@
 
 use crate::client::{Client, Outcome, Submission, Target};
 use crate::observe;
+use crate::report::JsonReport;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use cuzk_core::ProofPlan;
@@ -10,6 +11,8 @@ use cuzk_core::{Proof, Verifier, PROOF_BYTES};
 use cuzk_proto::v1 as pb;
 use cuzk_synthetic::{ShapedPlan, SyntheticSpec, WitnessSource, SYNTHETIC_REGISTERED_PROOF};
 use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -85,6 +88,10 @@ pub struct ProofArgs {
     /// PoSt / SnapDeals: the request file (winning.json, wpost.json, snap.json).
     #[arg(long)]
     pub vanilla: Option<PathBuf>,
+    /// Also write the figures, with the build and the host, as JSON
+    /// (docs/bench/SCHEMA.md).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -280,6 +287,101 @@ struct Report {
     /// Why the proof cannot verify (a real-structure input), when so: it is
     /// not checked here, and the daemon skipped its verification.
     unverifiable: Option<String>,
+    /// The plan's circuit id, once the request was planned.
+    circuit_id: Option<String>,
+}
+
+/// One proof in the JSON report (the text report's job line).
+#[derive(Debug, Serialize)]
+struct ProofRecord {
+    index: usize,
+    /// COMPLETED, FAILED, CANCELLED, TIMEOUT, FAILED VERIFICATION, or
+    /// ERROR (the bench could not submit or await it).
+    status: String,
+    wall_seconds: f64,
+    queue_wait_ms: u64,
+    srs_load_ms: u64,
+    synthesis_ms: u64,
+    gpu_compute_ms: u64,
+    total_ms: u64,
+    proof_bytes: usize,
+    /// Checked here with bellperson's verifier: true or false; null when
+    /// not checked here (no local .vk, or an unverifiable input).
+    verified: Option<bool>,
+    unverifiable: Option<String>,
+    error: Option<String>,
+}
+
+impl ProofRecord {
+    fn of(report: &Report) -> Self {
+        let (status, o, error) = match &report.outcome {
+            Ok(o) => {
+                let status = if report.verified == Some(false) {
+                    "FAILED VERIFICATION"
+                } else {
+                    status_name(o)
+                };
+                let error = Some(o.error_message.clone()).filter(|e| !e.is_empty());
+                (status.to_string(), o.clone(), error)
+            }
+            Err(e) => ("ERROR".to_string(), Outcome::default(), Some(format!("{e:#}"))),
+        };
+        Self {
+            index: report.index,
+            status,
+            wall_seconds: report.wall.as_secs_f64(),
+            queue_wait_ms: o.queue_wait_ms,
+            srs_load_ms: o.srs_load_ms,
+            synthesis_ms: o.synthesis_ms,
+            gpu_compute_ms: o.gpu_compute_ms,
+            total_ms: o.total_ms,
+            proof_bytes: o.proof.len(),
+            verified: report.verified,
+            unverifiable: report.unverifiable.clone(),
+            error,
+        }
+    }
+}
+
+/// Where the engine ran, for the JSON report.
+#[derive(Debug, Serialize)]
+struct TargetRecord {
+    embedded: bool,
+    /// The daemon's address; null for an embedded engine.
+    addr: Option<String>,
+}
+
+impl TargetRecord {
+    fn of(target: &Target) -> Self {
+        Self {
+            embedded: target.embedded,
+            addr: (!target.embedded).then(|| target.addr.clone()),
+        }
+    }
+}
+
+/// A device of the engine as its status reports it (the daemon's, which
+/// may be another machine than the report's host).
+#[derive(Debug, Serialize)]
+struct DeviceRecord {
+    ordinal: u32,
+    name: String,
+    vram_total_bytes: u64,
+}
+
+async fn engine_devices(client: &Client) -> Vec<DeviceRecord> {
+    let Ok(status) = client.status().await else {
+        return Vec::new();
+    };
+    status
+        .gpus
+        .iter()
+        .map(|g| DeviceRecord {
+            ordinal: g.ordinal,
+            name: g.name.clone(),
+            vram_total_bytes: g.vram_total_bytes,
+        })
+        .collect()
 }
 
 fn status_name(outcome: &Outcome) -> &'static str {
@@ -300,9 +402,11 @@ async fn prove_one(client: &Client, args: &ProofArgs, index: usize) -> Report {
     let started = Instant::now();
     let mut verified = None;
     let mut unverifiable = None;
+    let mut circuit_id = None;
     let outcome = async {
         let (submission, plan, cannot) = args.submission(index as u64 + 1)?;
         unverifiable = cannot;
+        circuit_id = Some(plan.circuit_id());
         let (job_id, _) = client.submit(&submission).await?;
         let outcome = client.wait(&job_id, None).await?;
         if status_name(&outcome) == "COMPLETED" && unverifiable.is_none() {
@@ -318,6 +422,7 @@ async fn prove_one(client: &Client, args: &ProofArgs, index: usize) -> Report {
         outcome,
         verified,
         unverifiable,
+        circuit_id,
     }
 }
 
@@ -348,10 +453,40 @@ fn job_line(report: &Report, finished: usize, count: usize) -> String {
     }
 }
 
+/// `batch`'s figures in the JSON report (docs/bench/SCHEMA.md).
+#[derive(Debug, Serialize)]
+struct BatchResults {
+    target: TargetRecord,
+    proof_type: String,
+    circuit_id: String,
+    /// Constraints per partition (synthetic and shaped proofs).
+    constraints: Option<usize>,
+    partitions: usize,
+    count: usize,
+    concurrency: usize,
+    parameters: ParametersRecord,
+    /// The warm-up proof's seconds (`--warmup`), not counted below.
+    warmup_seconds: Option<f64>,
+    proofs: Vec<ProofRecord>,
+    summary: BatchSummary,
+    usage: UsageFigures,
+    /// The engine's devices (GetStatus), wherever it runs.
+    engine_devices: Vec<DeviceRecord>,
+    supraseal: Option<SupraResults>,
+}
+
+#[derive(Debug, Serialize)]
+struct ParametersRecord {
+    already_resident: bool,
+    /// Loading (or generating) them, before the clock starts.
+    seconds: f64,
+}
+
 pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
     if args.count == 0 || args.concurrency == 0 {
         bail!("--count and --concurrency must be at least 1");
     }
+    let json = JsonReport::start("batch", args.proof.json.as_deref());
     let proof = args.proof.clone();
     let (_, plan, unverifiable) = proof.submission(0)?;
     if let Some(reason) = &unverifiable {
@@ -368,6 +503,10 @@ pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
         .preload(&plan.circuit_id())
         .await
         .context("loading parameters")?;
+    let parameters = ParametersRecord {
+        already_resident: already,
+        seconds: loaded.elapsed().as_secs_f64(),
+    };
     println!(
         "parameters:  {} {} ({:.1}s)",
         plan.circuit_id(),
@@ -376,9 +515,10 @@ pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
         } else {
             "loaded or generated"
         },
-        loaded.elapsed().as_secs_f64()
+        parameters.seconds
     );
 
+    let mut warmup_seconds = None;
     if args.warmup {
         let mut warm = proof.clone();
         warm.partitions = Some(1);
@@ -387,18 +527,19 @@ pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
         if !is_good(&report) {
             bail!("warm-up proof failed: {}", job_line(&report, 1, 1));
         }
+        warmup_seconds = Some(t.elapsed().as_secs_f64());
         println!("warm-up:     one partition in {:.1}s", t.elapsed().as_secs_f64());
     }
 
+    let constraints = match proof.proof_type {
+        ProofType::Synthetic | ProofType::Shaped => Some(proof.spec(0)?.constraints),
+        _ => None,
+    };
     println!("=== Batch Benchmark ===");
     println!("proof type:  {:?}", proof.proof_type);
-    match proof.proof_type {
-        ProofType::Synthetic | ProofType::Shaped => println!(
-            "constraints: {} x {} partition(s)",
-            proof.spec(0)?.constraints,
-            plan.partitions()
-        ),
-        _ => println!("partitions:  {}", plan.partitions()),
+    match constraints {
+        Some(constraints) => println!("constraints: {constraints} x {} partition(s)", plan.partitions()),
+        None => println!("partitions:  {}", plan.partitions()),
     }
     println!("count:       {}", args.count);
     println!("concurrency: {}", args.concurrency);
@@ -470,7 +611,8 @@ pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
     let peaks = sampler.finish().await;
     let metrics_after = client.metrics().await.unwrap_or_default();
     reports.sort_by_key(|r| r.index);
-    summarize(&reports, total, &proof);
+    let summary = summarize(&reports, total, &proof);
+    summary.print(&proof);
     let usage = Usage {
         metrics_before,
         metrics_after,
@@ -479,18 +621,42 @@ pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
         rss_loaded: rss_loaded.filter(|_| proof.target.embedded),
         partition_bytes: plan.partition_bytes(),
         partitions: plan.partitions() * reports.len(),
-    };
+    }
+    .figures();
     usage.print();
+    let engine_devices = engine_devices(&client).await;
     let failed = reports.iter().filter(|r| !is_good(r)).count();
+    let mut supraseal = None;
     if args.supraseal > 0 && failed == 0 {
         // The engine goes first, so its memory (host and GPU) is free for
         // supraseal-c2's own copy of the parameters.
         drop(client);
         let good = reports.len().max(1) as f64;
-        side_by_side(&args, &reports, total.as_secs_f64() / good)?;
+        supraseal = Some(side_by_side(&args, &reports, total.as_secs_f64() / good)?);
     }
+    // The report is written whatever the outcome: a failed batch's figures
+    // say what failed.
+    json.write(&BatchResults {
+        target: TargetRecord::of(&proof.target),
+        proof_type: format!("{:?}", proof.proof_type).to_lowercase(),
+        circuit_id: plan.circuit_id(),
+        constraints,
+        partitions: plan.partitions(),
+        count: args.count,
+        concurrency: args.concurrency,
+        parameters,
+        warmup_seconds,
+        proofs: reports.iter().map(ProofRecord::of).collect(),
+        summary,
+        usage,
+        engine_devices,
+        supraseal: supraseal.clone(),
+    })?;
     if failed > 0 {
         bail!("{failed} of {} proofs failed", reports.len());
+    }
+    if supraseal.is_some_and(|s| !s.all_bytes_equal) {
+        bail!("supraseal-c2's proof bytes differ from cuzk's");
     }
     Ok(())
 }
@@ -506,61 +672,181 @@ struct Usage {
     partitions: usize,
 }
 
+/// What a batch used besides time (the text report's last lines).
+#[derive(Debug, Serialize)]
+struct UsageFigures {
+    /// Partitions proved (all proofs).
+    partitions: usize,
+    /// Average seconds per partition of each pipeline phase (synthesis,
+    /// prover_queue, prove_start, finish), from the engine's metrics.
+    phase_seconds: BTreeMap<String, f64>,
+    gpu_busy: Vec<GpuBusy>,
+    peak_vram: Vec<PeakVram>,
+    /// Most partition memory the engine's budget granted at once, and the
+    /// partitions that is (by the plan's bytes per partition).
+    peak_granted_bytes: u64,
+    partition_bytes: u64,
+    partitions_in_flight_max: u64,
+    /// This process's memory: only for an embedded engine (null for a daemon).
+    host_memory: Option<HostMemory>,
+    #[serde(skip)]
+    wall_seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct GpuBusy {
+    device: String,
+    /// Seconds inside CUDA regions during the batch.
+    busy_seconds: f64,
+    /// busy_seconds over the batch's wall time.
+    fraction: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct PeakVram {
+    device: String,
+    used_bytes: u64,
+    total_bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct HostMemory {
+    peak_rss_bytes: u64,
+    /// RSS with the parameters loaded, before the batch.
+    rss_loaded_bytes: u64,
+    /// (peak - loaded) / partitions in flight; null below one in flight.
+    per_partition_bytes: Option<u64>,
+}
+
 impl Usage {
-    fn print(&self) {
-        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    fn figures(&self) -> UsageFigures {
         let (before, after) = (&self.metrics_before, &self.metrics_after);
-        let phases: Vec<String> = ["synthesis", "prover_queue", "prove_start", "finish"]
+        let phase_seconds = ["synthesis", "prover_queue", "prove_start", "finish"]
             .iter()
-            .map(|phase| {
-                let (avg, _) = observe::phase_average(before, after, phase);
-                format!("{phase}={avg:.2}s")
+            .map(|phase| (phase.to_string(), observe::phase_average(before, after, phase).0))
+            .collect();
+        let wall = self.wall.as_secs_f64();
+        let busy_before = observe::per_device(before, "cuzk_gpu_busy_seconds_total");
+        let gpu_busy = observe::per_device(after, "cuzk_gpu_busy_seconds_total")
+            .into_iter()
+            .map(|(device, busy)| {
+                let earlier = busy_before.iter().find(|b| b.0 == device).map_or(0.0, |b| b.1);
+                let busy = busy - earlier;
+                GpuBusy {
+                    device,
+                    busy_seconds: busy,
+                    fraction: busy / wall,
+                }
             })
             .collect();
+        let peak_vram = self
+            .peaks
+            .vram
+            .iter()
+            .map(|(device, used, total)| PeakVram {
+                device: device.clone(),
+                used_bytes: *used,
+                total_bytes: *total,
+            })
+            .collect();
+        let in_flight = (self.peaks.granted_bytes as f64 / self.partition_bytes.max(1) as f64).ceil() as u64;
+        let host_memory = match (self.rss_loaded, observe::proc_status_bytes("VmHWM")) {
+            (Some(loaded), Some(peak)) => Some(HostMemory {
+                peak_rss_bytes: peak,
+                rss_loaded_bytes: loaded,
+                per_partition_bytes: (in_flight >= 1).then(|| peak.saturating_sub(loaded) / in_flight),
+            }),
+            _ => None,
+        };
+        UsageFigures {
+            partitions: self.partitions,
+            phase_seconds,
+            gpu_busy,
+            peak_vram,
+            peak_granted_bytes: self.peaks.granted_bytes,
+            partition_bytes: self.partition_bytes,
+            partitions_in_flight_max: in_flight,
+            host_memory,
+            wall_seconds: wall,
+        }
+    }
+}
+
+impl UsageFigures {
+    fn print(&self) {
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        let phases: Vec<String> = ["synthesis", "prover_queue", "prove_start", "finish"]
+            .iter()
+            .map(|phase| format!("{phase}={:.2}s", self.phase_seconds[*phase]))
+            .collect();
         println!("per partition (avg of {}): {}", self.partitions, phases.join(" "));
-        let busy_before = observe::per_device(before, "cuzk_gpu_busy_seconds_total");
-        for (device, busy) in observe::per_device(after, "cuzk_gpu_busy_seconds_total") {
-            let earlier = busy_before.iter().find(|b| b.0 == device).map_or(0.0, |b| b.1);
-            let busy = busy - earlier;
+        for g in &self.gpu_busy {
             println!(
-                "gpu busy:      device {device}: {:.1}% ({busy:.1}s in CUDA regions of {:.1}s wall)",
-                100.0 * busy / self.wall.as_secs_f64(),
-                self.wall.as_secs_f64()
+                "gpu busy:      device {}: {:.1}% ({:.1}s in CUDA regions of {:.1}s wall)",
+                g.device,
+                100.0 * g.fraction,
+                g.busy_seconds,
+                self.wall_seconds
             );
         }
-        for (name, used, total) in &self.peaks.vram {
+        for v in &self.peak_vram {
             println!(
-                "peak VRAM:     device {name}: {:.1} GiB of {:.1} GiB",
-                gib(*used),
-                gib(*total)
+                "peak VRAM:     device {}: {:.1} GiB of {:.1} GiB",
+                v.device,
+                gib(v.used_bytes),
+                gib(v.total_bytes)
             );
         }
-        let in_flight = (self.peaks.granted_bytes as f64 / self.partition_bytes.max(1) as f64).ceil();
-        match (self.rss_loaded, observe::proc_status_bytes("VmHWM")) {
-            (Some(loaded), Some(peak)) => {
+        let in_flight = self.partitions_in_flight_max;
+        match &self.host_memory {
+            Some(m) => {
                 println!(
                     "host memory:   peak RSS {:.2} GiB; {:.2} GiB with parameters loaded, before the batch",
-                    gib(peak),
-                    gib(loaded)
+                    gib(m.peak_rss_bytes),
+                    gib(m.rss_loaded_bytes)
                 );
-                if in_flight >= 1.0 {
+                if let Some(per) = m.per_partition_bytes {
                     println!(
-                        "               at most {in_flight:.0} partition(s) in flight: {:.2} GiB per partition above the loaded parameters",
-                        gib(peak.saturating_sub(loaded)) / in_flight
+                        "               at most {in_flight} partition(s) in flight: {:.2} GiB per partition above the loaded parameters",
+                        gib(per)
                     );
                 }
             }
-            _ => println!(
-                "host memory:   the daemon's (not measured from here); at most {in_flight:.0} partition(s) in flight"
+            None => println!(
+                "host memory:   the daemon's (not measured from here); at most {in_flight} partition(s) in flight"
             ),
         }
     }
 }
 
+/// supraseal-c2 beside the engine, in the JSON report.
+#[derive(Clone, Debug, Serialize)]
+struct SupraResults {
+    proofs: Vec<SupraProof>,
+    /// cuzk's seconds per proof (pipelined, witness generation included).
+    cuzk_seconds_per_proof: f64,
+    /// supraseal-c2's seconds per proof (proving calls only).
+    supraseal_seconds_per_proof: f64,
+    /// supraseal / cuzk: above 1, cuzk is faster.
+    speedup: f64,
+    all_bytes_equal: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct SupraProof {
+    index: usize,
+    proving_seconds: f64,
+    calls: usize,
+    partitions_per_call: usize,
+    /// Generating the witnesses for it (not counted).
+    witness_seconds: f64,
+    bytes_equal: bool,
+}
+
 /// supraseal-c2 on the witnesses of the first `--supraseal` proofs, with the
 /// same parameter file and blinding factors: its time per proof, and whether
-/// its bytes equal the engine's.
-fn side_by_side(args: &BatchArgs, reports: &[Report], ours: f64) -> anyhow::Result<()> {
+/// its bytes equal the engine's (the caller fails the batch if not).
+fn side_by_side(args: &BatchArgs, reports: &[Report], ours: f64) -> anyhow::Result<SupraResults> {
     let proof = &args.proof;
     let first = ShapedPlan::new(proof.spec(1)?)?;
     let path = proof
@@ -572,8 +858,7 @@ fn side_by_side(args: &BatchArgs, reports: &[Report], ours: f64) -> anyhow::Resu
     println!();
     println!("=== supraseal-c2 0.1.2, same parameter file and witnesses ===");
     println!("parameters loaded in {:.1}s", loaded.elapsed().as_secs_f64());
-    let mut times = Vec::new();
-    let mut all_same = true;
+    let mut proofs = Vec::new();
     for report in reports.iter().take(args.supraseal) {
         let plan = ShapedPlan::new(proof.spec(report.index as u64 + 1)?)?;
         let per_call = args.supraseal_per_call.unwrap_or(plan.partitions()).max(1);
@@ -599,41 +884,87 @@ fn side_by_side(args: &BatchArgs, reports: &[Report], ours: f64) -> anyhow::Resu
             .map(|o| o.proof.as_slice())
             .unwrap_or_default();
         let same = bytes == ours;
-        all_same &= same;
+        let calls = partitions.len().div_ceil(per_call);
         println!(
-            "proof {}: {:.1}s in {} call(s) of {per_call} partition(s) (+{:.1}s generating the witnesses, not counted); bytes equal cuzk's: {same}",
+            "proof {}: {:.1}s in {calls} call(s) of {per_call} partition(s) (+{:.1}s generating the witnesses, not counted); bytes equal cuzk's: {same}",
             report.index,
             proving.as_secs_f64(),
-            partitions.len().div_ceil(per_call),
             witness.as_secs_f64()
         );
-        times.push(proving.as_secs_f64());
+        proofs.push(SupraProof {
+            index: report.index,
+            proving_seconds: proving.as_secs_f64(),
+            calls,
+            partitions_per_call: per_call,
+            witness_seconds: witness.as_secs_f64(),
+            bytes_equal: same,
+        });
     }
-    let theirs = times.iter().sum::<f64>() / times.len().max(1) as f64;
+    let theirs = proofs.iter().map(|p| p.proving_seconds).sum::<f64>() / proofs.len().max(1) as f64;
     println!(
         "side by side: cuzk {ours:.1} s/proof ({:.0} proofs/hour, pipelined, witness generation included) vs supraseal-c2 {theirs:.1} s/proof ({:.0} proofs/hour, proving calls only): cuzk {:.2}x",
         3600.0 / ours,
         3600.0 / theirs,
         theirs / ours
     );
-    if !all_same {
-        bail!("supraseal-c2's proof bytes differ from cuzk's");
-    }
-    Ok(())
+    Ok(SupraResults {
+        all_bytes_equal: proofs.iter().all(|p| p.bytes_equal),
+        proofs,
+        cuzk_seconds_per_proof: ours,
+        supraseal_seconds_per_proof: theirs,
+        speedup: theirs / ours,
+    })
 }
 
-fn stats(values: &[f64]) -> (f64, f64, f64) {
+/// Average, minimum and maximum.
+#[derive(Debug, Default, Serialize)]
+struct Stats {
+    avg: f64,
+    min: f64,
+    max: f64,
+}
+
+fn stats(values: &[f64]) -> Stats {
     if values.is_empty() {
-        return (0.0, 0.0, 0.0);
+        return Stats::default();
     }
-    let avg = values.iter().sum::<f64>() / values.len() as f64;
-    let min = values.iter().cloned().fold(f64::INFINITY, f64::min);
-    let max = values.iter().cloned().fold(0.0, f64::max);
-    (avg, min, max)
+    Stats {
+        avg: values.iter().sum::<f64>() / values.len() as f64,
+        min: values.iter().cloned().fold(f64::INFINITY, f64::min),
+        max: values.iter().cloned().fold(0.0, f64::max),
+    }
 }
 
-fn summarize(reports: &[Report], total: Duration, proof: &ProofArgs) {
-    let target = &proof.target;
+/// The batch summary (the text report's `=== Batch Summary ===`).
+#[derive(Debug, Serialize)]
+struct BatchSummary {
+    total_seconds: f64,
+    completed: usize,
+    failed: usize,
+    /// Per completed proof: submission to result, as the client saw it.
+    wall_seconds: Stats,
+    /// Per completed proof: the engine's synthesis + GPU compute times.
+    prove_seconds: Stats,
+    proofs_per_minute: f64,
+    proofs_per_hour: f64,
+    seconds_per_proof: f64,
+    /// Proofs checked here with bellperson's verifier.
+    verified_locally: usize,
+    /// Completed proofs not checked here (no local .vk): the daemon's
+    /// verification stands behind them.
+    verified_by_daemon_only: usize,
+    /// Completed proofs of unverifiable inputs (real-structure), not verified at all.
+    unverified: usize,
+    /// Shaped proofs (no setup to verify against) checked by the engine's
+    /// point checks.
+    checked_by_engine: usize,
+    /// Averages over completed proofs of the engine's phase times, ms.
+    phases_avg_ms: BTreeMap<String, f64>,
+    #[serde(skip)]
+    param_cache: PathBuf,
+}
+
+fn summarize(reports: &[Report], total: Duration, proof: &ProofArgs) -> BatchSummary {
     let good: Vec<&Report> = reports.iter().filter(|r| is_good(r)).collect();
     let outcomes: Vec<&Outcome> = good.iter().filter_map(|r| r.outcome.as_ref().ok()).collect();
     let walls: Vec<f64> = good.iter().map(|r| r.wall.as_secs_f64()).collect();
@@ -641,59 +972,127 @@ fn summarize(reports: &[Report], total: Duration, proof: &ProofArgs) {
         .iter()
         .map(|o| (o.synthesis_ms + o.gpu_compute_ms) as f64 / 1e3)
         .collect();
-    let (wall_avg, wall_min, wall_max) = stats(&walls);
-    let (prove_avg, prove_min, prove_max) = stats(&proves);
-    let per_proof = total.as_secs_f64() / good.len().max(1) as f64;
     let locally = good.iter().filter(|r| r.verified == Some(true)).count();
     let unverified = good.iter().filter(|r| r.unverifiable.is_some()).count();
-    println!();
-    println!("=== Batch Summary ===");
-    println!("total time:    {:.1}s", total.as_secs_f64());
-    println!("completed:     {}", good.len());
-    println!("failed:        {}", reports.len() - good.len());
-    println!("wall time:     avg={wall_avg:.1}s min={wall_min:.1}s max={wall_max:.1}s");
-    println!("prove time:    avg={prove_avg:.1}s min={prove_min:.1}s max={prove_max:.1}s");
-    println!(
-        "throughput:    {:.3} proofs/min, {:.1} proofs/hour ({per_proof:.2}s/proof)",
-        60.0 * good.len() as f64 / total.as_secs_f64(),
-        3600.0 * good.len() as f64 / total.as_secs_f64()
-    );
-    if proof.proof_type == ProofType::Shaped {
-        println!(
-            "checked:       {} by the engine: points valid (shaped proofs cannot verify: no setup; --supraseal compares bytes)",
-            good.len()
-        );
-    } else if unverified > 0 {
-        println!(
-            "verified:      {locally}; UNVERIFIED: {unverified} (unverifiable inputs, e.g. real-structure: \
-             proved without verification)"
-        );
-    } else if locally == good.len() {
-        println!("verified:      {locally}");
-    } else {
-        println!(
-            "verified:      {locally} here ({} verified by the daemon only: no .vk in {})",
-            good.len() - locally,
-            target.param_cache().display()
-        );
-    }
+    let shaped = proof.proof_type == ProofType::Shaped;
     let avg = |f: &dyn Fn(&Outcome) -> u64| {
         outcomes.iter().map(|o| f(o) as f64).sum::<f64>() / outcomes.len().max(1) as f64
     };
-    println!(
-        "phases (avg ms): queue={:.0} srs_load={:.0} synthesis={:.0} prove={:.0} total={:.0}",
-        avg(&|o| o.queue_wait_ms),
-        avg(&|o| o.srs_load_ms),
-        avg(&|o| o.synthesis_ms),
-        avg(&|o| o.gpu_compute_ms),
-        avg(&|o| o.total_ms),
-    );
+    let phases_avg_ms = [
+        ("queue", avg(&|o| o.queue_wait_ms)),
+        ("srs_load", avg(&|o| o.srs_load_ms)),
+        ("synthesis", avg(&|o| o.synthesis_ms)),
+        ("prove", avg(&|o| o.gpu_compute_ms)),
+        ("total", avg(&|o| o.total_ms)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let secs = total.as_secs_f64();
+    BatchSummary {
+        total_seconds: secs,
+        completed: good.len(),
+        failed: reports.len() - good.len(),
+        wall_seconds: stats(&walls),
+        prove_seconds: stats(&proves),
+        proofs_per_minute: 60.0 * good.len() as f64 / secs,
+        proofs_per_hour: 3600.0 * good.len() as f64 / secs,
+        seconds_per_proof: secs / good.len().max(1) as f64,
+        verified_locally: locally,
+        verified_by_daemon_only: if shaped || unverified > 0 {
+            0
+        } else {
+            good.len() - locally
+        },
+        unverified,
+        checked_by_engine: if shaped { good.len() } else { 0 },
+        phases_avg_ms,
+        param_cache: proof.target.param_cache(),
+    }
+}
+
+impl BatchSummary {
+    fn print(&self, proof: &ProofArgs) {
+        let (wall, prove) = (&self.wall_seconds, &self.prove_seconds);
+        println!();
+        println!("=== Batch Summary ===");
+        println!("total time:    {:.1}s", self.total_seconds);
+        println!("completed:     {}", self.completed);
+        println!("failed:        {}", self.failed);
+        println!(
+            "wall time:     avg={:.1}s min={:.1}s max={:.1}s",
+            wall.avg, wall.min, wall.max
+        );
+        println!(
+            "prove time:    avg={:.1}s min={:.1}s max={:.1}s",
+            prove.avg, prove.min, prove.max
+        );
+        println!(
+            "throughput:    {:.3} proofs/min, {:.1} proofs/hour ({:.2}s/proof)",
+            self.proofs_per_minute, self.proofs_per_hour, self.seconds_per_proof
+        );
+        let locally = self.verified_locally;
+        if proof.proof_type == ProofType::Shaped {
+            println!(
+                "checked:       {} by the engine: points valid (shaped proofs cannot verify: no setup; --supraseal compares bytes)",
+                self.checked_by_engine
+            );
+        } else if self.unverified > 0 {
+            println!(
+                "verified:      {locally}; UNVERIFIED: {} (unverifiable inputs, e.g. real-structure: \
+                 proved without verification)",
+                self.unverified
+            );
+        } else if self.verified_by_daemon_only == 0 {
+            println!("verified:      {locally}");
+        } else {
+            println!(
+                "verified:      {locally} here ({} verified by the daemon only: no .vk in {})",
+                self.verified_by_daemon_only,
+                self.param_cache.display()
+            );
+        }
+        let p = &self.phases_avg_ms;
+        println!(
+            "phases (avg ms): queue={:.0} srs_load={:.0} synthesis={:.0} prove={:.0} total={:.0}",
+            p["queue"], p["srs_load"], p["synthesis"], p["prove"], p["total"],
+        );
+    }
+}
+
+/// `single`'s figures in the JSON report.
+#[derive(Debug, Serialize)]
+struct SingleResults {
+    target: TargetRecord,
+    proof_type: String,
+    circuit_id: Option<String>,
+    job_id: String,
+    proof: ProofRecord,
+    engine_devices: Vec<DeviceRecord>,
 }
 
 /// `cuzk-bench single`: one proof, with its details.
 pub async fn single(args: ProofArgs) -> anyhow::Result<()> {
+    let json = JsonReport::start("single", args.json.as_deref());
     let client = Client::connect(&args.target).await?;
     let report = prove_one(&client, &args, 0).await;
+    let results = SingleResults {
+        target: TargetRecord::of(&args.target),
+        proof_type: format!("{:?}", args.proof_type).to_lowercase(),
+        circuit_id: report.circuit_id.clone(),
+        job_id: report
+            .outcome
+            .as_ref()
+            .map(|o| o.job_id.clone())
+            .unwrap_or_default(),
+        proof: ProofRecord::of(&report),
+        engine_devices: engine_devices(&client).await,
+    };
+    if let Err(e) = &report.outcome {
+        // Not submitted or not awaited: the report says why, then the error.
+        json.write(&results)?;
+        bail!("{e:#}");
+    }
     let outcome = report.outcome.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
     println!("job:        {}", outcome.job_id);
     println!("status:     {}", status_name(outcome));
@@ -718,6 +1117,7 @@ pub async fn single(args: ProofArgs) -> anyhow::Result<()> {
         (None, Some(false)) => println!("verified:   NO"),
         (None, None) => println!("verified:   by the daemon (no local .vk)"),
     }
+    json.write(&results)?;
     if !is_good(&report) {
         bail!("proof not completed and verified");
     }

@@ -9,6 +9,7 @@ use cuzk_core::{
 };
 use ff::Field;
 use rand::SeedableRng;
+use serde::Serialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,32 @@ pub struct CompareArgs {
     /// Parameter cache directory.
     #[arg(long)]
     param_cache: Option<PathBuf>,
+    /// Also write the figures, with the build and the host, as JSON
+    /// (docs/bench/SCHEMA.md).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// `compare-cpu`'s figures in the JSON report: one row per size, medians.
+#[derive(Debug, Serialize)]
+struct CompareResults {
+    /// rayon's threads (both provers use them).
+    threads: usize,
+    rows: Vec<CompareRow>,
+}
+
+#[derive(Debug, Serialize)]
+struct CompareRow {
+    log2: u32,
+    runs: usize,
+    ours_synthesis_seconds: f64,
+    ours_prove_seconds: f64,
+    ours_total_seconds: f64,
+    bellperson_seconds: f64,
+    /// bellperson / ours (both with synthesis): above 1, ours is faster.
+    ratio: f64,
+    /// Always true in a written report: a difference fails the run.
+    bytes_equal: bool,
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -34,6 +61,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     if args.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
+    let json = crate::report::JsonReport::start("compare-cpu", args.json.as_deref());
+    let mut rows = Vec::new();
     let cache = ParameterCache::new(
         args.param_cache
             .clone()
@@ -97,18 +126,32 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
             }
         }
         let (ours_total, bellperson) = (median(total), median(theirs));
+        let (synth, prove) = (median(synth), median(prove));
         println!(
             "{:>4} {:>9} {:>11.3}s {:>11.3}s {:>11.3}s {:>13.3}s {:>8.2}x {:>9}",
             k,
             args.repeat,
-            median(synth).as_secs_f64(),
-            median(prove).as_secs_f64(),
+            synth.as_secs_f64(),
+            prove.as_secs_f64(),
             ours_total.as_secs_f64(),
             bellperson.as_secs_f64(),
             bellperson.as_secs_f64() / ours_total.as_secs_f64(),
             "yes"
         );
+        rows.push(CompareRow {
+            log2: k,
+            runs: args.repeat,
+            ours_synthesis_seconds: synth.as_secs_f64(),
+            ours_prove_seconds: prove.as_secs_f64(),
+            ours_total_seconds: ours_total.as_secs_f64(),
+            bellperson_seconds: bellperson.as_secs_f64(),
+            ratio: bellperson.as_secs_f64() / ours_total.as_secs_f64(),
+            bytes_equal: true,
+        });
     }
     println!("ratio = bellperson time / ours (both include synthesis); > 1 means ours is faster");
-    Ok(())
+    json.write(&CompareResults {
+        threads: rayon::current_num_threads(),
+        rows,
+    })
 }

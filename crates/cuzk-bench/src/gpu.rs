@@ -11,6 +11,8 @@ use cuzk_core::{
     finish, proof_to_bytes, prove_start, ProverInput, ProvingAssignment, ProvingParameters, Randomness,
     Scalar,
 };
+use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,9 +40,86 @@ pub struct BenchArgs {
     /// side by side, from the host's a, b, c (issue 13).
     #[arg(long)]
     witness: bool,
+    /// Also write the figures, with the build and the host, as JSON
+    /// (docs/bench/SCHEMA.md).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
-fn open_gpu(residency: Residency) -> anyhow::Result<CudaBackend> {
+/// `gpu-bench`'s figures in the JSON report: medians per partition, ms.
+#[derive(Debug, Default, Serialize)]
+struct GpuResults {
+    /// "prove" (shaped assignment, optionally beside supraseal-c2) or
+    /// "witness" (`--witness`: the witness path beside the host path).
+    mode: String,
+    device: Option<DeviceRecord>,
+    residency: String,
+    rows: Vec<GpuRow>,
+}
+
+#[derive(Debug, Serialize)]
+struct DeviceRecord {
+    ordinal: usize,
+    name: String,
+    sm_count: u32,
+    compute_capability: String,
+    free_bytes: u64,
+    total_bytes: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct GpuRow {
+    log2: u32,
+    /// "cuzk", or in witness mode "host a,b,c" / "device a,b,c".
+    path: String,
+    ms_per_partition: f64,
+    /// Median phase times (prepare, lock_wait, gpu_region, upload, ntt,
+    /// h_msm, l_msm, a_msm, b_g1_msm, b_g2_msm, g2_wait, epilogue; witness
+    /// mode adds abc and classify).
+    phases_ms: BTreeMap<String, f64>,
+    /// The parameters were streamed from host memory (too big for the device).
+    streamed: bool,
+    /// Proof bytes equal the CPU prover's (checked up to 2^22), or in
+    /// witness mode the host path's.
+    equals_reference: Option<bool>,
+    supraseal_ms_per_partition: Option<f64>,
+    supraseal_bytes_equal: Option<bool>,
+    /// supraseal-c2 / cuzk: above 1, cuzk is faster.
+    speedup: Option<f64>,
+    /// Witness mode: host bytes one partition holds in flight.
+    host_bytes_in_flight: Option<u64>,
+    /// Witness mode: the device path was declined and the host path ran.
+    took_host_path: Option<bool>,
+}
+
+/// The median of each phase, by name.
+fn phase_medians(phases: &[cuzk_core::ProveTimings], witness: bool) -> BTreeMap<String, f64> {
+    let p = |f: &dyn Fn(&cuzk_core::ProveTimings) -> Duration| ms(median(phases.iter().map(f).collect()));
+    let mut out: BTreeMap<String, f64> = [
+        ("prepare", p(&|t| t.prepare)),
+        ("lock_wait", p(&|t| t.lock_wait)),
+        ("gpu_region", p(&|t| t.gpu_region)),
+        ("upload", p(&|t| t.upload)),
+        ("ntt", p(&|t| t.h_fft)),
+        ("h_msm", p(&|t| t.h_msm)),
+        ("l_msm", p(&|t| t.l_msm)),
+        ("a_msm", p(&|t| t.a_msm)),
+        ("b_g1_msm", p(&|t| t.b_g1_msm)),
+        ("b_g2_msm", p(&|t| t.b_g2_msm)),
+        ("g2_wait", p(&|t| t.g2_wait)),
+        ("epilogue", p(&|t| t.epilogue)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    if witness {
+        out.insert("abc".into(), p(&|t| t.abc));
+        out.insert("classify".into(), p(&|t| t.classify));
+    }
+    out
+}
+
+fn open_gpu(residency: Residency) -> anyhow::Result<(CudaBackend, DeviceRecord)> {
     let gpu = CudaBackend::detect(&[], residency, Tuning::default())
         .into_iter()
         .next()
@@ -56,7 +135,15 @@ fn open_gpu(residency: Residency) -> anyhow::Result<CudaBackend> {
         i.free_bytes >> 20,
         i.total_bytes >> 20
     );
-    Ok(gpu)
+    let record = DeviceRecord {
+        ordinal: gpu.ordinal(),
+        name: i.name.clone(),
+        sm_count: i.sm_count,
+        compute_capability: format!("{}.{}", i.compute_capability.0, i.compute_capability.1),
+        free_bytes: i.free_bytes,
+        total_bytes: i.total_bytes,
+    };
+    Ok((gpu, record))
 }
 
 fn cpu_proof(
@@ -94,8 +181,15 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
     if args.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
+    let json = crate::report::JsonReport::start("gpu-bench", args.json.as_deref());
+    let mut results = GpuResults {
+        mode: if args.witness { "witness" } else { "prove" }.into(),
+        residency: format!("{:?}", args.residency).to_lowercase(),
+        ..GpuResults::default()
+    };
     if args.witness {
-        return bench_witness(&args);
+        bench_witness(&args, &mut results)?;
+        return json.write(&results);
     }
     if args.supraseal && !cfg!(feature = "supraseal") {
         bail!("--supraseal needs a build with --features supraseal");
@@ -114,7 +208,8 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         let (r, s) = (Scalar::from(7u64), Scalar::from(11u64));
 
         // Ours: one warm-up (uploads the parameters), then timed runs.
-        let gpu = open_gpu(args.residency)?;
+        let (gpu, device) = open_gpu(args.residency)?;
+        results.device = Some(device);
         let mut ours_bytes = [0u8; 192];
         let (mut totals, mut phases) = (Vec::new(), Vec::new());
         for run in 0..=args.repeat {
@@ -155,6 +250,15 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         if let Some(cpu) = cpu_bytes {
             println!("2^{k} ours equals the CPU prover: {}", cpu == ours_bytes);
         }
+        let mut row = GpuRow {
+            log2: k,
+            path: "cuzk".into(),
+            ms_per_partition: ms(ours),
+            phases_ms: phase_medians(&phases, false),
+            streamed: phases[0].streamed,
+            equals_reference: cpu_bytes.map(|cpu| cpu == ours_bytes),
+            ..GpuRow::default()
+        };
         drop(gpu);
 
         let mut theirs = None;
@@ -173,6 +277,12 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
             let _ = std::fs::remove_file(&path);
             println!("2^{k}: parameters {} MiB", params_bytes >> 20);
         }
+        if let Some((t, same)) = theirs {
+            row.supraseal_ms_per_partition = Some(ms(t));
+            row.supraseal_bytes_equal = Some(same);
+            row.speedup = Some(ms(t) / ms(ours));
+        }
+        results.rows.push(row);
         rows.push((k, ours, theirs));
     }
     println!();
@@ -189,7 +299,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
             None => println!("| {k} | {:.0} | - | - | - |", ms(ours)),
         }
     }
-    Ok(())
+    json.write(&results)
 }
 
 fn supraseal_run(
@@ -226,9 +336,10 @@ fn supraseal_run(
 
 /// `--witness`: the witness path beside the host path, same circuit, same
 /// parameters, same r, s, one run.
-fn bench_witness(args: &BenchArgs) -> anyhow::Result<()> {
+fn bench_witness(args: &BenchArgs, results: &mut GpuResults) -> anyhow::Result<()> {
     use cuzk_core::{CompiledR1cs, PartitionData, PartitionWitness, SyntheticCircuit};
-    let gpu = open_gpu(args.residency)?;
+    let (gpu, device) = open_gpu(args.residency)?;
+    results.device = Some(device);
     println!("| k | path | ms/partition | host prepare | CUDA region | upload | a,b,c | classify | NTTs | H | L | A | B_G1 | B_G2 | host bytes in flight |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &k in &args.log2 {
@@ -283,12 +394,13 @@ fn bench_witness(args: &BenchArgs) -> anyhow::Result<()> {
                 proof = proof_to_bytes(&p);
             }
             bytes.push(proof);
+            let total_ms = ms(median(totals));
             let p =
                 |f: &dyn Fn(&cuzk_core::ProveTimings) -> Duration| ms(median(phases.iter().map(f).collect()));
             println!(
                 "| {k} | {path}{} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} MiB |",
                 if phases[0].abc_on_device || path == "host a,b,c" { "" } else { " (took the host path)" },
-                ms(median(totals)),
+                total_ms,
                 p(&|t| t.prepare),
                 p(&|t| t.gpu_region),
                 p(&|t| t.upload),
@@ -302,11 +414,24 @@ fn bench_witness(args: &BenchArgs) -> anyhow::Result<()> {
                 p(&|t| t.b_g2_msm),
                 in_flight >> 20,
             );
+            results.rows.push(GpuRow {
+                log2: k,
+                path: path.into(),
+                ms_per_partition: total_ms,
+                phases_ms: phase_medians(&phases, true),
+                streamed: phases[0].streamed,
+                host_bytes_in_flight: Some(in_flight),
+                took_host_path: (path == "device a,b,c").then_some(!phases[0].abc_on_device),
+                ..GpuRow::default()
+            });
         }
         println!(
             "2^{k}: witness-path proof bytes equal the host path's: {}",
             bytes[0] == bytes[1]
         );
+        if let Some(row) = results.rows.last_mut() {
+            row.equals_reference = Some(bytes[0] == bytes[1]);
+        }
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ mod bellperson_synthesis;
 mod client;
 mod cluster;
 mod compare;
+mod doctor;
 mod fixtures;
 mod gen;
 mod gpu;
@@ -13,6 +14,7 @@ mod observe;
 mod params;
 mod real;
 mod real_c2;
+mod report;
 mod supraseal;
 mod synthesis;
 mod timeline;
@@ -48,6 +50,9 @@ enum Command {
     },
     /// The daemon's Prometheus metrics.
     Metrics(client::Target),
+    /// Check this host before proving (GPUs, VRAM, huge pages, memory
+    /// budget, parameter files, the daemon) and say what to fix.
+    Doctor(doctor::DoctorArgs),
     /// Our CPU prover against bellperson's on the same circuit, side by side.
     CompareCpu(compare::CompareArgs),
     /// GPU partition prove time at full scale, optionally beside supraseal-c2.
@@ -110,6 +115,14 @@ fn main() -> anyhow::Result<()> {
             Command::Status(target) => admin::status(target).await,
             Command::Preload { target, circuit_id } => admin::preload(target, circuit_id).await,
             Command::Metrics(target) => admin::metrics(target).await,
+            Command::Doctor(args) => {
+                // A failed check is an answer, not an error: exit 1
+                // without an error trace.
+                if !doctor::run(args).await? {
+                    std::process::exit(1);
+                }
+                Ok(())
+            }
             Command::CompareCpu(_)
             | Command::GpuBench(_)
             | Command::GenSrs(_)

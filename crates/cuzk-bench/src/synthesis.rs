@@ -25,6 +25,7 @@ use cuzk_core::Scalar;
 use cuzk_filecoin::plans::FilecoinProof;
 use cuzk_filecoin::plans::PorepPlan;
 use cuzk_filecoin::request::PorepInput;
+use serde::Serialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -46,6 +47,38 @@ pub struct CompareSynthesisArgs {
     /// Runs of each (the median is reported).
     #[arg(long, default_value_t = 3)]
     repeat: usize,
+    /// Also write the figures, with the build and the host, as JSON
+    /// (docs/bench/SCHEMA.md).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// `compare-synthesis`'s figures in the JSON report (medians, seconds).
+#[derive(Debug, Serialize)]
+struct SynthesisResults {
+    circuit_id: String,
+    constraints: usize,
+    runs: usize,
+    /// rayon's threads (the sparse products and the witness by units).
+    threads: usize,
+    cuzk_synthesis_seconds: f64,
+    evaluator_seconds: f64,
+    evaluator_witness_seconds: f64,
+    evaluator_products_seconds: f64,
+    units: usize,
+    units_wall_seconds: f64,
+    units_cpu_seconds: f64,
+    bellperson_synthesis_seconds: f64,
+    /// The evaluator's one-time recording (per circuit id and process).
+    record_seconds: f64,
+    r1cs_nonzeros: usize,
+    r1cs_distinct_coefficients: usize,
+    r1cs_bytes: usize,
+    /// bellperson / cuzk: above 1, cuzk is faster.
+    ratio_synthesis: f64,
+    ratio_evaluator: f64,
+    ratio_units_latency: f64,
+    ratio_units_core_seconds: f64,
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -55,6 +88,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.repeat > 0, "--repeat must be at least 1");
+    let json = crate::report::JsonReport::start("compare-synthesis", args.json.as_deref());
     bellperson_synthesis::capture()?;
     let dir = cuzk_filecoin::settings::init_with(
         args.param_cache.as_deref(),
@@ -214,5 +248,26 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
         theirs.as_secs_f64() / units.as_secs_f64(),
         theirs.as_secs_f64() / units_cpu.as_secs_f64()
     );
-    Ok(())
+    json.write(&SynthesisResults {
+        circuit_id,
+        constraints,
+        runs: args.repeat,
+        threads: rayon::current_num_threads(),
+        cuzk_synthesis_seconds: ours.as_secs_f64(),
+        evaluator_seconds: evaluated.as_secs_f64(),
+        evaluator_witness_seconds: witness.as_secs_f64(),
+        evaluator_products_seconds: products.as_secs_f64(),
+        units: layout.len(),
+        units_wall_seconds: units.as_secs_f64(),
+        units_cpu_seconds: units_cpu.as_secs_f64(),
+        bellperson_synthesis_seconds: theirs.as_secs_f64(),
+        record_seconds: record.as_secs_f64(),
+        r1cs_nonzeros: r1cs.nonzeros(),
+        r1cs_distinct_coefficients: r1cs.distinct_coefficients(),
+        r1cs_bytes: r1cs.memory_bytes(),
+        ratio_synthesis: theirs.as_secs_f64() / ours.as_secs_f64(),
+        ratio_evaluator: theirs.as_secs_f64() / evaluated.as_secs_f64(),
+        ratio_units_latency: theirs.as_secs_f64() / units.as_secs_f64(),
+        ratio_units_core_seconds: theirs.as_secs_f64() / units_cpu.as_secs_f64(),
+    })
 }
