@@ -16,6 +16,26 @@ pub enum Priority {
     Critical = 4,
 }
 
+impl Priority {
+    /// Stable lower-case name for logs and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::Normal => "normal",
+            Priority::High => "high",
+            Priority::Critical => "critical",
+        }
+    }
+
+    /// All priorities, highest first.
+    pub const ALL: [Priority; 4] = [
+        Priority::Critical,
+        Priority::High,
+        Priority::Normal,
+        Priority::Low,
+    ];
+}
+
 /// The proof types of the `cuzk.v1` API.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProofKind {

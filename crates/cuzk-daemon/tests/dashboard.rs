@@ -131,11 +131,11 @@ fn the_dashboard_is_a_grafana_model_over_a_prometheus_variable() {
     for wanted in [
         "Proofs per hour by kind",
         "Job latency by kind",
-        "Queue depth",
+        "Queue depth by priority",
         "Memory budget in use",
         "GPU busy per device",
         "Resident parameters",
-        "Jobs not completed per hour, by kind and status",
+        "Failures per hour, by kind and reason",
     ] {
         assert!(titles.contains(&wanted), "no panel {wanted:?} in {titles:?}");
     }

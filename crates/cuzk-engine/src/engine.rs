@@ -97,6 +97,16 @@ impl Engine {
             failed: AtomicU64::new(0),
             config,
         });
+        // Each GPU's busy counter exists from the start, at 0, so a
+        // dashboard shows an idle GPU rather than no GPU.
+        for (index, device) in shared.devices.iter().enumerate() {
+            if device.backend.status().kind == cuzk_core::backend::BackendKind::Gpu {
+                shared
+                    .metrics
+                    .gpu_busy_seconds
+                    .with_label_values(&[&index.to_string()]);
+            }
+        }
         // A preload that fails (a file not yet downloaded, a typo) is
         // logged and skipped: the daemon serves everything else, and a job
         // that needs the missing parameters is refused at submission,
@@ -446,6 +456,27 @@ impl Engine {
             .map(|s| s.size_bytes)
             .sum();
         m.srs_resident_bytes.set(resident as i64);
+        // Evicted circuits leave the series.
+        m.srs_bytes.reset();
+        for srs in shared.srs.status() {
+            let tier = match srs.tier {
+                crate::srs::Tier::Hot => "hot",
+                crate::srs::Tier::Warm => "warm",
+                crate::srs::Tier::Cold => "cold",
+            };
+            m.srs_bytes
+                .with_label_values(&[&srs.circuit_id, tier])
+                .set(srs.size_bytes as i64);
+        }
+        {
+            let jobs = lock(&shared.jobs);
+            m.set_jobs_queued(
+                jobs.by_id
+                    .values()
+                    .filter(|job| !job.is_final())
+                    .map(|job| (job.priority, job.is_started())),
+            );
+        }
         m.render()
     }
 

@@ -1,9 +1,14 @@
 //! Prometheus metrics of the engine.
 
+use crate::state::FailureReason;
+use cuzk_core::{Priority, ProofKind};
 use prometheus::{
-    CounterVec, Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
-    Registry, TextEncoder,
+    CounterVec, Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
+
+/// The final statuses `jobs_finished_total` counts.
+pub(crate) const FINAL_STATUSES: [&str; 4] = ["completed", "failed", "cancelled", "timeout"];
 
 /// The engine's metrics, registered in their own registry.
 #[derive(Debug, Clone)]
@@ -11,6 +16,9 @@ pub struct Metrics {
     registry: Registry,
     pub(crate) submitted: IntCounterVec,
     pub(crate) finished: IntCounterVec,
+    pub(crate) failed: IntCounterVec,
+    pub(crate) jobs_queued: IntGaugeVec,
+    pub(crate) srs_bytes: IntGaugeVec,
     pub(crate) job_seconds: HistogramVec,
     pub(crate) phase_seconds: HistogramVec,
     pub(crate) gpu_busy_seconds: CounterVec,
@@ -37,6 +45,30 @@ impl Metrics {
             &["kind", "status"],
         )
         .unwrap();
+        let failed = IntCounterVec::new(
+            Opts::new(
+                "jobs_failed_total",
+                "Jobs that failed, by the stage that failed them",
+            ),
+            &["kind", "reason"],
+        )
+        .unwrap();
+        let jobs_queued = IntGaugeVec::new(
+            Opts::new(
+                "jobs_queued",
+                "Jobs accepted and not final: pending (no partition started) or running",
+            ),
+            &["priority", "state"],
+        )
+        .unwrap();
+        let srs_bytes = IntGaugeVec::new(
+            Opts::new(
+                "srs_bytes",
+                "Bytes of each circuit's parameters, by tier (hot, warm, cold)",
+            ),
+            &["circuit_id", "tier"],
+        )
+        .unwrap();
         let job_seconds = HistogramVec::new(
             HistogramOpts::new("job_duration_seconds", "Submission to final status").buckets(buckets.clone()),
             &["kind"],
@@ -59,6 +91,9 @@ impl Metrics {
         let metrics = Self {
             submitted,
             finished,
+            failed,
+            jobs_queued,
+            srs_bytes,
             job_seconds,
             phase_seconds,
             gpu_busy_seconds,
@@ -88,6 +123,9 @@ impl Metrics {
         let r = &metrics.registry;
         r.register(Box::new(metrics.submitted.clone())).unwrap();
         r.register(Box::new(metrics.finished.clone())).unwrap();
+        r.register(Box::new(metrics.failed.clone())).unwrap();
+        r.register(Box::new(metrics.jobs_queued.clone())).unwrap();
+        r.register(Box::new(metrics.srs_bytes.clone())).unwrap();
         r.register(Box::new(metrics.job_seconds.clone())).unwrap();
         r.register(Box::new(metrics.phase_seconds.clone())).unwrap();
         r.register(Box::new(metrics.gpu_busy_seconds.clone())).unwrap();
@@ -99,7 +137,35 @@ impl Metrics {
         r.register(Box::new(metrics.r1cs_bytes.clone())).unwrap();
         r.register(Box::new(metrics.unverified.clone())).unwrap();
         r.register(Box::new(metrics.uptime_seconds.clone())).unwrap();
+        // Every series exists from the start at 0: Prometheus' rate() and
+        // increase() miss a series' first increment, so the first failure
+        // of a kind would otherwise not show on a dashboard.
+        for kind in ProofKind::ALL {
+            metrics.submitted.with_label_values(&[kind.name()]);
+            for status in FINAL_STATUSES {
+                metrics.finished.with_label_values(&[kind.name(), status]);
+            }
+            for reason in FailureReason::ALL {
+                metrics.failed.with_label_values(&[kind.name(), reason.name()]);
+            }
+        }
         metrics
+    }
+
+    /// Jobs not final by priority and state, from (priority, started) pairs.
+    pub(crate) fn set_jobs_queued(&self, jobs: impl Iterator<Item = (Priority, bool)>) {
+        let mut counts = std::collections::HashMap::new();
+        for key in jobs {
+            *counts.entry(key).or_insert(0i64) += 1;
+        }
+        for priority in Priority::ALL {
+            for (started, state) in [(false, "pending"), (true, "running")] {
+                let n = counts.get(&(priority, started)).copied().unwrap_or(0);
+                self.jobs_queued
+                    .with_label_values(&[priority.name(), state])
+                    .set(n);
+            }
+        }
     }
 
     /// Prometheus text exposition format.

@@ -60,9 +60,64 @@ pub(crate) struct Shared {
     pub(crate) failed: AtomicU64,
 }
 
+/// The pipeline stage that failed a job (`jobs_failed_total{reason}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FailureReason {
+    /// Its parameters could not be loaded.
+    Parameters,
+    /// A partition's synthesis failed (or panicked).
+    Synthesis,
+    /// A partition held more memory than its plan budgeted.
+    Budget,
+    /// The prover backend failed.
+    Prover,
+    /// The B G2 join or the epilogue failed.
+    Finish,
+    /// The assembled proof did not verify.
+    Verification,
+}
+
+impl FailureReason {
+    pub(crate) const ALL: [FailureReason; 6] = [
+        FailureReason::Parameters,
+        FailureReason::Synthesis,
+        FailureReason::Budget,
+        FailureReason::Prover,
+        FailureReason::Finish,
+        FailureReason::Verification,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            FailureReason::Parameters => "parameters",
+            FailureReason::Synthesis => "synthesis",
+            FailureReason::Budget => "budget",
+            FailureReason::Prover => "prover",
+            FailureReason::Finish => "finish",
+            FailureReason::Verification => "verification",
+        }
+    }
+}
+
+/// Fails `job` (once), counting it under `reason`.
+pub(crate) fn fail(shared: &Shared, job: &Job, reason: FailureReason, error: String) {
+    finalize_as(shared, job, JobStatus::Failed, Vec::new(), error, Some(reason));
+}
+
 /// Ends `job` once (later calls do nothing), records metrics and prunes old
 /// results.
 pub(crate) fn finalize(shared: &Shared, job: &Job, status: JobStatus, proof: Vec<u8>, error: String) {
+    finalize_as(shared, job, status, proof, error, None);
+}
+
+fn finalize_as(
+    shared: &Shared,
+    job: &Job,
+    status: JobStatus,
+    proof: Vec<u8>,
+    error: String,
+    reason: Option<FailureReason>,
+) {
     let label = match status {
         JobStatus::Completed => "completed",
         JobStatus::Failed => "failed",
@@ -78,6 +133,11 @@ pub(crate) fn finalize(shared: &Shared, job: &Job, status: JobStatus, proof: Vec
         };
         let m = &shared.metrics;
         m.finished.with_label_values(&[job.kind.name(), label]).inc();
+        if let Some(reason) = reason {
+            m.failed
+                .with_label_values(&[job.kind.name(), reason.name()])
+                .inc();
+        }
         m.job_seconds
             .with_label_values(&[job.kind.name()])
             .observe(job.submitted.elapsed().as_secs_f64());

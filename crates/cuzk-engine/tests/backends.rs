@@ -178,6 +178,19 @@ fn a_backend_error_mid_job_fails_that_job_and_the_engine_goes_on() {
     let result = prove(&engine, &s);
     assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
     check_proof(dir.path(), &s, &result.proof);
+    // The failure is counted under the stage that failed it; the other
+    // reasons' series exist at 0, and nothing is left queued.
+    let text = engine.metrics_text();
+    for line in [
+        "cuzk_jobs_failed_total{kind=\"porep\",reason=\"prover\"} 1",
+        "cuzk_jobs_failed_total{kind=\"porep\",reason=\"synthesis\"} 0",
+        "cuzk_jobs_failed_total{kind=\"winning\",reason=\"verification\"} 0",
+        "cuzk_jobs_queued{priority=\"normal\",state=\"pending\"} 0",
+        "cuzk_jobs_queued{priority=\"critical\",state=\"running\"} 0",
+    ] {
+        assert!(text.contains(line), "{line} missing from:\n{text}");
+    }
+    assert!(text.contains("cuzk_srs_bytes{circuit_id=\""), "{text}");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use super::guarded;
 use crate::job::{Job, JobStatus};
-use crate::state::{finalize, lock, Shared};
+use crate::state::{fail, finalize, lock, FailureReason, Shared};
 use crate::timeline;
 use cuzk_core::{finish, proof_to_bytes, PendingProof};
 use std::sync::{mpsc, Arc, Mutex};
@@ -53,7 +53,7 @@ pub(crate) fn worker(shared: &Shared, name: &str, items: &Mutex<mpsc::Receiver<F
             Ok((proof, _)) => proof,
             Err(e) => {
                 let error = format!("partition {partition} finish failed: {e}");
-                finalize(shared, &job, JobStatus::Failed, Vec::new(), error);
+                fail(shared, &job, FailureReason::Finish, error);
                 continue;
             }
         };
@@ -85,7 +85,7 @@ pub(crate) fn worker(shared: &Shared, name: &str, items: &Mutex<mpsc::Receiver<F
                 let note = unverified.map_or_else(String::new, |reason| format!("UNVERIFIED: {reason}"));
                 finalize(shared, &job, JobStatus::Completed, bytes, note);
             }
-            Err(error) => finalize(shared, &job, JobStatus::Failed, Vec::new(), error),
+            Err(error) => fail(shared, &job, FailureReason::Verification, error),
         }
     }
 }

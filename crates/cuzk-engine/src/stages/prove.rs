@@ -2,9 +2,8 @@
 
 use super::finish::FinishItem;
 use super::guarded;
-use crate::job::JobStatus;
 use crate::sched::ReadyItem;
-use crate::state::{finalize, lock, Shared};
+use crate::state::{fail, lock, FailureReason, Shared};
 use crate::timeline;
 use cuzk_core::{BackendError, ProverInput};
 use std::sync::{mpsc, Arc};
@@ -118,7 +117,7 @@ pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc:
             }
             Err(e) => {
                 let error = format!("partition {partition} prove failed: {e}");
-                finalize(shared, &job, JobStatus::Failed, Vec::new(), error);
+                fail(shared, &job, FailureReason::Prover, error);
             }
         }
     }

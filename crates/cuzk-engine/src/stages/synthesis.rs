@@ -1,9 +1,8 @@
 //! Stage 1: dispatcher -> parameters -> synthesis -> hand-off.
 
 use super::guarded;
-use crate::job::JobStatus;
 use crate::sched::ReadyItem;
-use crate::state::{finalize, Shared};
+use crate::state::{fail, FailureReason, Shared};
 use crate::timeline;
 use cuzk_core::{cores, PartitionData};
 use std::sync::Arc;
@@ -21,7 +20,7 @@ pub(crate) fn worker(shared: &Shared, name: &str) {
         let srs = match job.srs(&shared.srs) {
             Ok(srs) => srs,
             Err(e) => {
-                finalize(shared, &job, JobStatus::Failed, Vec::new(), e.to_string());
+                fail(shared, &job, FailureReason::Parameters, e.to_string());
                 continue;
             }
         };
@@ -52,7 +51,7 @@ pub(crate) fn worker(shared: &Shared, name: &str) {
             Ok(data) => data,
             Err(e) => {
                 let error = format!("partition {} synthesis failed: {e}", item.partition);
-                finalize(shared, &job, JobStatus::Failed, Vec::new(), error);
+                fail(shared, &job, FailureReason::Synthesis, error);
                 continue;
             }
         };
@@ -69,7 +68,7 @@ pub(crate) fn worker(shared: &Shared, name: &str) {
                 permit.bytes() >> 20,
                 job.kind.name()
             );
-            finalize(shared, &job, JobStatus::Failed, Vec::new(), error);
+            fail(shared, &job, FailureReason::Budget, error);
             continue;
         }
         if job.is_final() {
