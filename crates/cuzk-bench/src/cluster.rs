@@ -39,6 +39,9 @@ pub struct ClusterClaimsArgs {
     /// all processes start together after connecting.
     #[arg(long, hide = true, default_value_t = 0)]
     start_at_ms: u64,
+    /// Also write the figures as a JSON report (docs/bench/SCHEMA.md).
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
 }
 
 /// One simulated daemon: claim, wait `prove`, finish, until the queue is
@@ -145,6 +148,8 @@ pub fn run(args: ClusterClaimsArgs) -> anyhow::Result<()> {
     if let (Some(node), Some(schema)) = (&args.worker, &args.schema) {
         return runtime.block_on(worker(&database, schema, node, &args));
     }
+    let report = crate::report::JsonReport::start("cluster-claims", args.json.as_deref());
+    let mut rows = Vec::new();
     runtime.block_on(async {
         let mut one_daemon_rate = None;
         for &n in &args.daemons {
@@ -200,11 +205,24 @@ pub fn run(args: ClusterClaimsArgs) -> anyhow::Result<()> {
                 if args.processes { "processes" } else { "tasks" },
                 rate / (n as f64 * one)
             );
+            rows.push(serde_json::json!({
+                "daemons": n,
+                "processes": args.processes,
+                "jobs": jobs,
+                "prove_ms": args.prove_ms,
+                "wall_s": wall,
+                "claims_per_s": rate,
+                "scaling": rate / (n as f64 * one),
+                "submit_ms": {"median": s50, "p99": s99},
+                "claim_ms": {"median": c50, "p99": c99},
+                "finish_ms": {"median": f50, "p99": f99},
+            }));
             drop(queues);
             let (client, connection) = tokio_postgres::connect(&database, tokio_postgres::NoTls).await?;
             tokio::spawn(connection);
             client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await?;
         }
-        Ok(())
-    })
+        Ok::<_, anyhow::Error>(())
+    })?;
+    report.write(&serde_json::json!({ "runs": rows }))
 }

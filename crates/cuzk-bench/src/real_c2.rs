@@ -60,6 +60,9 @@ pub struct RealC2Args {
     /// oversubscribed split of earlier runs).
     #[arg(long)]
     pool_threads: Option<usize>,
+    /// Also write the passes' figures as a JSON report (docs/bench/SCHEMA.md).
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
 }
 
 fn parse_spec(s: &str) -> Result<StructureSpec, String> {
@@ -173,6 +176,7 @@ fn gpu_busy_seconds(metrics: &str) -> f64 {
 }
 
 pub fn run(args: RealC2Args) -> anyhow::Result<()> {
+    let report = crate::report::JsonReport::start("real-c2", args.json.as_deref());
     let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
     let slots = args
         .sequential_slots
@@ -230,15 +234,16 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
         host_path_bytes: plan.partition_bytes(),
     };
     drop(plan);
+    let mut passes = Vec::new();
     for pass in &args.passes {
-        run_pass(
+        passes.push(run_pass(
             &args,
             &setup,
             FilecoinPlans::new(dir.clone()).with_allow_unverifiable(true),
             *pass,
-        )?;
+        )?);
     }
-    Ok(())
+    report.write(&serde_json::json!({ "passes": passes }))
 }
 
 /// What every pass shares: the request and its circuit's recorded shape.
@@ -253,7 +258,13 @@ struct Setup {
     host_path_bytes: u64,
 }
 
-fn run_pass(args: &RealC2Args, setup: &Setup, plans: FilecoinPlans, pass: Pass) -> anyhow::Result<()> {
+/// Runs one pass; prints its figures as a JSON line and returns them.
+fn run_pass(
+    args: &RealC2Args,
+    setup: &Setup,
+    plans: FilecoinPlans,
+    pass: Pass,
+) -> anyhow::Result<serde_json::Value> {
     // Each pass's peak is its own (where the kernel lets it be reset).
     let peak_reset = crate::real::reset_peak_rss();
     let started = Instant::now();
@@ -325,9 +336,7 @@ fn run_pass(args: &RealC2Args, setup: &Setup, plans: FilecoinPlans, pass: Pass) 
     let status = engine.status();
     let r1cs_bytes: u64 = status.compiled_r1cs.iter().map(|e| e.bytes).sum();
     engine.shutdown(Duration::from_secs(10));
-    println!(
-        "{}",
-        serde_json::json!({
+    let figures = serde_json::json!({
             "proof": args.spec.kind.name(),
             "sector_size": args.spec.sector_size,
             "circuit_id": setup.circuit_id,
@@ -352,7 +361,7 @@ fn run_pass(args: &RealC2Args, setup: &Setup, plans: FilecoinPlans, pass: Pass) 
             "synthesis_partition_s_sum": synthesis,
             "peak_rss_bytes": peak_rss(),
             "peak_rss_of_this_pass": peak_reset,
-        })
-    );
-    Ok(())
+    });
+    println!("{figures}");
+    Ok(figures)
 }
