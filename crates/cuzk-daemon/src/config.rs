@@ -178,6 +178,10 @@ pub struct GpusSection {
     /// GPU memory when they fit, else streamed from pinned host memory),
     /// "device" or "host".
     pub srs_residency: String,
+    /// Seconds a device that failed a partition (a device error, out of
+    /// memory) receives no work while another device can take it; the
+    /// partition is proved there.
+    pub quarantine_secs: u64,
 }
 
 impl Default for GpusSection {
@@ -188,6 +192,7 @@ impl Default for GpusSection {
             gpu_workers_per_device: 2,
             gpu_threads: 0,
             srs_residency: "auto".into(),
+            quarantine_secs: 60,
         }
     }
 }
@@ -453,6 +458,7 @@ impl Config {
             partition_workers: self.synthesis.partition_workers,
             sequential_slots: self.core_split().0,
             workers_per_backend: self.gpus.gpu_workers_per_device,
+            device_quarantine: Duration::from_secs(self.gpus.quarantine_secs),
             max_prover_queue_depth: self.pipeline.max_gpu_queue_depth,
             memory_budget: self.memory_budget()?,
             result_ttl: Duration::from_secs(self.pipeline.result_ttl_secs),

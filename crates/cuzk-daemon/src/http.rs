@@ -52,6 +52,9 @@ async fn status(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
             "memory_free_bytes": d.backend.memory_free_bytes,
             "current_job_id": d.current_job_id,
             "current_proof_kind": d.current_proof_kind,
+            "in_service": d.quarantine_left.is_none(),
+            "quarantine_left_ms": d.quarantine_left.map_or(0, |q| q.as_millis() as u64),
+            "failed_partitions": d.failures,
         })).collect::<Vec<_>>(),
         "srs": s.srs.iter().map(|e| serde_json::json!({
             "circuit_id": e.circuit_id,

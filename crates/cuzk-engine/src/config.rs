@@ -23,6 +23,10 @@ pub struct EngineConfig {
     /// Prover workers per backend: more than one lets a backend's host-side
     /// work (preparation, input MSMs) overlap another partition's device work.
     pub workers_per_backend: usize,
+    /// How long a device that failed a partition receives no work, when
+    /// another device can take it (the partition is synthesised again for
+    /// that one). With one device, a failure fails its job.
+    pub device_quarantine: Duration,
     /// Synthesised partitions that may wait for a prover.
     pub max_prover_queue_depth: usize,
     /// Bytes granted to partitions in flight.
@@ -50,6 +54,7 @@ impl Default for EngineConfig {
             partition_workers: 2,
             sequential_slots: 0,
             workers_per_backend: 2,
+            device_quarantine: Duration::from_secs(60),
             max_prover_queue_depth: 1,
             memory_budget: 4 << 30,
             result_ttl: Duration::from_secs(600),

@@ -81,13 +81,7 @@ impl Engine {
             srs: SrsManager::new(Arc::clone(&sources), config.srs_memory_limit),
             sources,
             jobs: Mutex::new(JobTable::default()),
-            devices: backends
-                .into_iter()
-                .map(|backend| Device {
-                    backend,
-                    current: Mutex::new(None),
-                })
-                .collect(),
+            devices: backends.into_iter().map(Device::new).collect(),
             metrics,
             next_seq: AtomicU64::new(0),
             live_jobs: std::sync::atomic::AtomicUsize::new(0),
@@ -100,6 +94,10 @@ impl Engine {
         // Each GPU's busy counter exists from the start, at 0, so a
         // dashboard shows an idle GPU rather than no GPU.
         for (index, device) in shared.devices.iter().enumerate() {
+            shared
+                .metrics
+                .device_failures
+                .with_label_values(&[&index.to_string()]);
             if device.backend.status().kind == cuzk_core::backend::BackendKind::Gpu {
                 shared
                     .metrics
@@ -416,6 +414,8 @@ impl Engine {
             .map(|device| {
                 let current = lock(&device.current).clone();
                 DeviceStatus {
+                    quarantine_left: device.quarantine_left(),
+                    failures: device.failures.load(Ordering::SeqCst),
                     backend: device.backend.status(),
                     current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
                     current_proof_kind: current.map(|c| c.1.name().to_string()).unwrap_or_default(),
@@ -456,6 +456,11 @@ impl Engine {
             .map(|s| s.size_bytes)
             .sum();
         m.srs_resident_bytes.set(resident as i64);
+        for (index, device) in shared.devices.iter().enumerate() {
+            m.device_in_service
+                .with_label_values(&[&index.to_string()])
+                .set(device.quarantine_left().is_none() as i64);
+        }
         // Evicted circuits leave the series.
         m.srs_bytes.reset();
         for srs in shared.srs.status() {

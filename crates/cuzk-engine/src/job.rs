@@ -57,6 +57,8 @@ struct Progress {
     srs_load: Duration,
     srs: Option<SrsHandle>,
     srs_error: Option<String>,
+    /// Times each partition was sent back for another device.
+    requeues: std::collections::HashMap<usize, u32>,
 }
 
 /// A job's identity, plan and progress.
@@ -119,6 +121,18 @@ impl Job {
     /// Whether any partition has been picked up.
     pub(crate) fn is_started(&self) -> bool {
         lock(&self.progress).first_pick.is_some()
+    }
+
+    /// Counts one more attempt of `partition` on another device; false when
+    /// it already had `limit`.
+    pub(crate) fn requeue(&self, partition: usize, limit: u32) -> bool {
+        let mut progress = lock(&self.progress);
+        let count = progress.requeues.entry(partition).or_insert(0);
+        if *count >= limit {
+            return false;
+        }
+        *count += 1;
+        true
     }
 
     pub(crate) fn mark_picked(&self) {

@@ -19,6 +19,8 @@ pub struct Metrics {
     pub(crate) failed: IntCounterVec,
     pub(crate) jobs_queued: IntGaugeVec,
     pub(crate) srs_bytes: IntGaugeVec,
+    pub(crate) device_failures: IntCounterVec,
+    pub(crate) device_in_service: IntGaugeVec,
     pub(crate) job_seconds: HistogramVec,
     pub(crate) phase_seconds: HistogramVec,
     pub(crate) gpu_busy_seconds: CounterVec,
@@ -69,6 +71,19 @@ impl Metrics {
             &["circuit_id", "tier"],
         )
         .unwrap();
+        let device_failures = IntCounterVec::new(
+            Opts::new("device_failures_total", "Partitions each prover device failed"),
+            &["device"],
+        )
+        .unwrap();
+        let device_in_service = IntGaugeVec::new(
+            Opts::new(
+                "device_in_service",
+                "1 while a prover device takes work, 0 during a quarantine after a failure",
+            ),
+            &["device"],
+        )
+        .unwrap();
         let job_seconds = HistogramVec::new(
             HistogramOpts::new("job_duration_seconds", "Submission to final status").buckets(buckets.clone()),
             &["kind"],
@@ -94,6 +109,8 @@ impl Metrics {
             failed,
             jobs_queued,
             srs_bytes,
+            device_failures,
+            device_in_service,
             job_seconds,
             phase_seconds,
             gpu_busy_seconds,
@@ -126,6 +143,8 @@ impl Metrics {
         r.register(Box::new(metrics.failed.clone())).unwrap();
         r.register(Box::new(metrics.jobs_queued.clone())).unwrap();
         r.register(Box::new(metrics.srs_bytes.clone())).unwrap();
+        r.register(Box::new(metrics.device_failures.clone())).unwrap();
+        r.register(Box::new(metrics.device_in_service.clone())).unwrap();
         r.register(Box::new(metrics.job_seconds.clone())).unwrap();
         r.register(Box::new(metrics.phase_seconds.clone())).unwrap();
         r.register(Box::new(metrics.gpu_busy_seconds.clone())).unwrap();

@@ -258,6 +258,10 @@ impl Handoff {
         lock(&self.state).heap.len()
     }
 
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.state).closed
+    }
+
     pub(crate) fn close(&self) {
         let mut state = lock(&self.state);
         state.closed = true;

@@ -35,6 +35,30 @@ pub(crate) struct JobTable {
 pub(crate) struct Device {
     pub(crate) backend: Arc<dyn ProverBackend>,
     pub(crate) current: Mutex<Option<(String, ProofKind)>>,
+    /// Set when the device failed a partition while another could take it:
+    /// it receives no work until then.
+    pub(crate) quarantined_until: Mutex<Option<Instant>>,
+    /// Partitions it failed.
+    pub(crate) failures: std::sync::atomic::AtomicU64,
+}
+
+impl Device {
+    pub(crate) fn new(backend: Arc<dyn ProverBackend>) -> Self {
+        Self {
+            backend,
+            current: Mutex::new(None),
+            quarantined_until: Mutex::new(None),
+            failures: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// How long it stays out of service (`None`: it takes work).
+    pub(crate) fn quarantine_left(&self) -> Option<std::time::Duration> {
+        let until = (*lock(&self.quarantined_until))?;
+        until
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+    }
 }
 
 #[derive(Debug)]

@@ -14,6 +14,10 @@ pub struct DeviceStatus {
     pub current_job_id: String,
     /// Its kind.
     pub current_proof_kind: String,
+    /// Out of service this much longer after a failure (`None`: in service).
+    pub quarantine_left: Option<Duration>,
+    /// Partitions it failed since the start.
+    pub failures: u64,
 }
 
 /// Pending and running jobs of one kind.

@@ -31,6 +31,8 @@ enum Behaviour {
     PanicCall(usize),
     /// Declines everything.
     DeclineAll,
+    /// Fails every call from the `n`-th on (a device that died).
+    FailFrom(usize),
 }
 
 #[derive(Debug)]
@@ -91,6 +93,12 @@ impl ProverBackend for Fake {
                 }))
             }
             Behaviour::PanicCall(n) if call == n => panic!("injected panic in {}", self.name),
+            Behaviour::FailFrom(n) if call >= n => {
+                return Err(BackendError::Failed(ProveError::Backend {
+                    backend: self.name.clone(),
+                    message: "injected device failure".into(),
+                }))
+            }
             _ => {}
         }
         let pending = CpuBackend.prove_start(input)?;
@@ -329,4 +337,84 @@ fn witness_only_partitions_go_to_backends_that_take_them() {
         }
         engine.shutdown(Duration::from_secs(5));
     }
+}
+
+/// Issue 18: a device that fails a partition while another is in service
+/// is quarantined (no work for it, a log line, status and metrics say so)
+/// and the partition is synthesised again for the other device; the job
+/// completes with every partition proved once by the good device.
+#[test]
+fn a_failing_device_is_quarantined_and_its_partition_goes_to_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = Fake::new("broken", Behaviour::FailFrom(0), Duration::ZERO);
+    // Slow enough that the broken device is offered a partition first.
+    let good = Fake::new("good", Behaviour::Prove, Duration::from_millis(30));
+    let config = EngineConfig {
+        partition_workers: 2,
+        workers_per_backend: 1,
+        max_prover_queue_depth: 2,
+        device_quarantine: Duration::from_secs(600),
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(
+        config,
+        vec![broken.clone(), good.clone()],
+        vec![synthetic(dir.path())],
+    )
+    .unwrap();
+    let s = spec(6, 21);
+    let result = prove(&engine, &s);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    check_proof(dir.path(), &s, &result.proof);
+    let broken_calls = broken.calls.load(Ordering::SeqCst);
+    assert!(
+        broken_calls >= 1,
+        "the broken device was never offered a partition"
+    );
+    assert_eq!(broken.proved(), 0);
+    assert_eq!(
+        good.proved(),
+        6,
+        "every partition proved once, by the good device"
+    );
+
+    // Quarantined: the next job goes to the good device only.
+    let s = spec(4, 22);
+    let result = prove(&engine, &s);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    check_proof(dir.path(), &s, &result.proof);
+    assert_eq!(broken.calls.load(Ordering::SeqCst), broken_calls);
+    assert_eq!(good.proved(), 10);
+
+    let status = engine.status();
+    assert!(status.devices[0].quarantine_left.is_some());
+    assert_eq!(status.devices[0].failures, broken_calls as u64);
+    assert!(status.devices[1].quarantine_left.is_none());
+    let text = engine.metrics_text();
+    for line in [
+        "cuzk_device_in_service{device=\"0\"} 0".to_string(),
+        "cuzk_device_in_service{device=\"1\"} 1".to_string(),
+        format!("cuzk_device_failures_total{{device=\"0\"}} {broken_calls}"),
+        "cuzk_device_failures_total{device=\"1\"} 0".to_string(),
+    ] {
+        assert!(text.contains(&line), "{line} missing from:\n{text}");
+    }
+}
+
+/// With every other device quarantined, a failure fails its job (there is
+/// nowhere else to send the partition) and the engine goes on.
+#[test]
+fn with_no_other_device_in_service_a_failure_fails_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Fake::new("a", Behaviour::FailFrom(0), Duration::ZERO);
+    let b = Fake::new("b", Behaviour::FailFrom(0), Duration::ZERO);
+    let engine = engine(dir.path(), vec![a.clone(), b.clone()], 1);
+    let result = prove(&engine, &spec(2, 23));
+    assert_eq!(result.status, JobStatus::Failed);
+    assert!(
+        result.error.contains("injected device failure"),
+        "{}",
+        result.error
+    );
+    assert_eq!(a.proved() + b.proved(), 0);
 }

@@ -2,12 +2,14 @@
 
 use super::finish::FinishItem;
 use super::guarded;
-use crate::sched::ReadyItem;
+use crate::job::Job;
+use crate::sched::{Rank, ReadyItem, WorkItem};
 use crate::state::{fail, lock, FailureReason, Shared};
 use crate::timeline;
 use cuzk_core::{BackendError, ProverInput};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Where a partition's a, b, c were computed: "device" (the witness path),
 /// "host" (from its witness, in the backend) or "synthesis" (synthesised
@@ -22,10 +24,34 @@ fn abc_path(t: &cuzk_core::ProveTimings) -> &'static str {
     }
 }
 
-/// Proves partitions on backend `device` until the hand-off closes.
+/// How many times one partition may be sent to another device after a
+/// device failed it.
+const REQUEUES_PER_PARTITION: u32 = 2;
+
+/// Proves partitions on backend `device` until the hand-off closes; a
+/// quarantined device takes none until its quarantine ends.
 pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc::Sender<FinishItem>) {
     let backend = &shared.devices[device].backend;
-    while let Some(ready) = shared.handoff.pop() {
+    loop {
+        if let Some(left) = shared.devices[device].quarantine_left() {
+            if shared.handoff.is_closed() {
+                return;
+            }
+            // Short naps: shutdown is not held up by a quarantine.
+            std::thread::sleep(left.min(Duration::from_millis(100)));
+            continue;
+        }
+        let Some(ready) = shared.handoff.pop() else {
+            return;
+        };
+        if shared.devices[device].quarantine_left().is_some() {
+            // Quarantined while this worker waited: the partition goes back
+            // for the other devices.
+            if shared.handoff.push(ready).is_err() {
+                return;
+            }
+            continue;
+        }
         let ReadyItem {
             job,
             partition,
@@ -117,8 +143,51 @@ pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc:
             }
             Err(e) => {
                 let error = format!("partition {partition} prove failed: {e}");
-                fail(shared, &job, FailureReason::Prover, error);
+                if !send_elsewhere(shared, device, &job, partition, &error) {
+                    fail(shared, &job, FailureReason::Prover, error);
+                }
             }
         }
     }
+}
+
+/// After `device` failed `partition` (a device error, out of memory, a
+/// panic): when another device is in service, quarantines this one and
+/// sends the partition back to the dispatcher, to be synthesised again for
+/// another device (its data went to the failed call). False when there is
+/// no other device, or the partition was sent elsewhere too often: the job
+/// then fails.
+fn send_elsewhere(shared: &Shared, device: usize, job: &Arc<Job>, partition: usize, error: &str) -> bool {
+    let failed = &shared.devices[device];
+    failed.failures.fetch_add(1, Ordering::SeqCst);
+    shared
+        .metrics
+        .device_failures
+        .with_label_values(&[&device.to_string()])
+        .inc();
+    let others_in_service = shared
+        .devices
+        .iter()
+        .enumerate()
+        .any(|(i, d)| i != device && d.quarantine_left().is_none());
+    if !others_in_service || !job.requeue(partition, REQUEUES_PER_PARTITION) {
+        return false;
+    }
+    let quarantine = shared.config.device_quarantine;
+    *lock(&failed.quarantined_until) = Some(Instant::now() + quarantine);
+    tracing::warn!(
+        device,
+        backend = %failed.backend.name(),
+        job = %job.id,
+        partition,
+        error,
+        quarantine_secs = quarantine.as_secs(),
+        "device failed a partition: no work for it during the quarantine; the partition goes to another device"
+    );
+    shared.dispatch.push(WorkItem {
+        rank: Rank::of(job, partition),
+        job: Arc::clone(job),
+        partition,
+    });
+    true
 }
