@@ -64,6 +64,29 @@ fn resident_proofs_equal_the_cpu_backend() {
     }
 }
 
+/// Issue 18: two logical backends on one device (as two GPUs' backends
+/// would be, each with its own resident parameters and lock), proving at
+/// once from two threads, still give the CPU backend's bytes.
+#[test]
+fn two_backends_on_one_device_at_once_equal_the_cpu_backend() {
+    let (Some(first), Some(second)) = (
+        gpu(Residency::Device, Tuning::default()),
+        gpu(Residency::Device, Tuning::default()),
+    ) else {
+        return;
+    };
+    std::thread::scope(|s| {
+        for (backend, seed) in [(&first, 100u64), (&second, 200)] {
+            s.spawn(move || {
+                for n in [(1usize << 16) + 1, 1 << 18, (1 << 18) - 5] {
+                    let timings = gpu_equals_cpu(backend, n, seed + n as u64);
+                    assert!(!timings.gpu_region.is_zero(), "n={n} ran in the CUDA region");
+                }
+            });
+        }
+    });
+}
+
 #[test]
 fn windowed_msms_equal_the_cpu_backend() {
     // Small MSM windows: the "other" scalars of every section (B_G2 too)

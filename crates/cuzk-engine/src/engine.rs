@@ -457,9 +457,19 @@ impl Engine {
             .sum();
         m.srs_resident_bytes.set(resident as i64);
         for (index, device) in shared.devices.iter().enumerate() {
+            let label = index.to_string();
             m.device_in_service
-                .with_label_values(&[&index.to_string()])
+                .with_label_values(&[&label])
                 .set(device.quarantine_left().is_none() as i64);
+            let status = device.backend.status();
+            if status.memory_total_bytes > 0 {
+                m.device_memory
+                    .with_label_values(&[&label, "total"])
+                    .set(status.memory_total_bytes as i64);
+                m.device_memory
+                    .with_label_values(&[&label, "free"])
+                    .set(status.memory_free_bytes as i64);
+            }
         }
         // Evicted circuits leave the series.
         m.srs_bytes.reset();

@@ -21,6 +21,7 @@ pub struct Metrics {
     pub(crate) srs_bytes: IntGaugeVec,
     pub(crate) device_failures: IntCounterVec,
     pub(crate) device_in_service: IntGaugeVec,
+    pub(crate) device_memory: IntGaugeVec,
     pub(crate) job_seconds: HistogramVec,
     pub(crate) phase_seconds: HistogramVec,
     pub(crate) gpu_busy_seconds: CounterVec,
@@ -84,6 +85,14 @@ impl Metrics {
             &["device"],
         )
         .unwrap();
+        let device_memory = IntGaugeVec::new(
+            Opts::new(
+                "device_memory_bytes",
+                "Each prover device's own memory, total and free (GPUs; the CPU reports none)",
+            ),
+            &["device", "state"],
+        )
+        .unwrap();
         let job_seconds = HistogramVec::new(
             HistogramOpts::new("job_duration_seconds", "Submission to final status").buckets(buckets.clone()),
             &["kind"],
@@ -111,6 +120,7 @@ impl Metrics {
             srs_bytes,
             device_failures,
             device_in_service,
+            device_memory,
             job_seconds,
             phase_seconds,
             gpu_busy_seconds,
@@ -145,6 +155,7 @@ impl Metrics {
         r.register(Box::new(metrics.srs_bytes.clone())).unwrap();
         r.register(Box::new(metrics.device_failures.clone())).unwrap();
         r.register(Box::new(metrics.device_in_service.clone())).unwrap();
+        r.register(Box::new(metrics.device_memory.clone())).unwrap();
         r.register(Box::new(metrics.job_seconds.clone())).unwrap();
         r.register(Box::new(metrics.phase_seconds.clone())).unwrap();
         r.register(Box::new(metrics.gpu_busy_seconds.clone())).unwrap();

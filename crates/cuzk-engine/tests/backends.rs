@@ -396,6 +396,8 @@ fn a_failing_device_is_quarantined_and_its_partition_goes_to_another() {
         "cuzk_device_in_service{device=\"1\"} 1".to_string(),
         format!("cuzk_device_failures_total{{device=\"0\"}} {broken_calls}"),
         "cuzk_device_failures_total{device=\"1\"} 0".to_string(),
+        // The fakes report 1 GiB total, 512 MiB free.
+        "cuzk_device_memory_bytes{device=\"1\",state=\"free\"} 536870912".to_string(),
     ] {
         assert!(text.contains(&line), "{line} missing from:\n{text}");
     }
