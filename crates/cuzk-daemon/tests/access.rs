@@ -4,7 +4,6 @@
 
 use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
 use cuzk_proto::ClientOptions;
-use cuzk_synthetic::SyntheticSpec;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,6 +11,7 @@ use std::time::{Duration, Instant};
 use tonic::Code;
 
 mod common;
+use common::http_get;
 
 /// A daemon started the way an operator would, under a chosen umask and
 /// environment; killed when dropped.
@@ -317,21 +317,6 @@ async fn grpc_core_authorities_on_the_unix_socket_get_a_real_status() {
     }
 }
 
-async fn http_get(addr: &str, path: &str, authorization: Option<&str>) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let auth = authorization.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
-    stream
-        .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n").as_bytes(),
-        )
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    response
-}
-
 const TOKEN: &str = "0123456789abcdef-test-token-fedcba9876543210";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -415,13 +400,7 @@ async fn the_token_guards_every_call_but_health_and_metrics() {
     );
 
     // With the token, a proof goes through.
-    let spec = SyntheticSpec {
-        constraints: 1 << 9,
-        partitions: 1,
-        inputs: 2,
-        seed: 1,
-        ..SyntheticSpec::default()
-    };
+    let spec = common::spec(1 << 9, 1, 1);
     let job = client
         .submit_proof(pb::SubmitProofRequest {
             proof_kind: pb::ProofKind::PorepSealCommit as i32,

@@ -13,17 +13,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::pool::{completed_here, Pool};
-use common::{await_job, check_proof, Daemon};
-
-fn spec(constraints: usize, partitions: usize, seed: u64) -> SyntheticSpec {
-    SyntheticSpec {
-        constraints,
-        partitions,
-        inputs: 2,
-        seed,
-        ..SyntheticSpec::default()
-    }
-}
+use common::{await_job, check_proof, spec, Daemon};
 
 fn request(spec: &SyntheticSpec, request_id: &str) -> pb::SubmitProofRequest {
     pb::SubmitProofRequest {

@@ -12,18 +12,8 @@ use std::time::Duration;
 use tonic::Code;
 
 mod common;
-use common::{await_job, check_proof, connect, Client, Daemon, Listen};
+use common::{await_job, check_proof, connect, http_get, spec, Client, Daemon, Listen};
 use pb::await_proof_response::Status;
-
-fn spec(constraints: usize, partitions: usize, seed: u64) -> SyntheticSpec {
-    SyntheticSpec {
-        constraints,
-        partitions,
-        inputs: 2,
-        seed,
-        ..SyntheticSpec::default()
-    }
-}
 
 fn submit_request(
     spec: &SyntheticSpec,
@@ -682,18 +672,6 @@ async fn small_memory_budget_bounds_peak_rss() {
     );
 }
 
-async fn http_get(addr: &str, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    response
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn starts_without_a_config_file_and_serves_http_status() {
     let dir = tempfile::tempdir().unwrap();
@@ -729,19 +707,19 @@ async fn starts_without_a_config_file_and_serves_http_status() {
     let job = submit(&mut client, &s, pb::Priority::High).await;
     check_proof(dir.path(), &s, &await_job(&mut client, &job, 0).await);
 
-    let status = http_get(&http, "/status").await;
+    let status = http_get(&http, "/status", None).await;
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");
     let body = status.split("\r\n\r\n").nth(1).unwrap();
     let json: serde_json::Value = serde_json::from_str(body).unwrap();
     assert_eq!(json["total_proofs_completed"], 1);
     assert_eq!(json["accepting"], true);
-    let metrics = http_get(&http, "/metrics").await;
+    let metrics = http_get(&http, "/metrics", None).await;
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
     assert!(
         metrics.contains("cuzk_jobs_submitted_total{kind=\"porep\"} 1"),
         "{metrics}"
     );
-    assert!(http_get(&http, "/nope").await.starts_with("HTTP/1.1 404"));
+    assert!(http_get(&http, "/nope", None).await.starts_with("HTTP/1.1 404"));
 
     let _ = Command::new("kill")
         .arg("-INT")

@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 mod common;
-use common::{await_job, Daemon, Listen};
+use common::{await_job, http_get, spec, Daemon, Listen};
 
 const DASHBOARD: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -158,13 +158,7 @@ async fn every_metric_the_dashboard_queries_is_in_the_daemons_metrics() {
     let http = format!("127.0.0.1:{port}");
     let daemon = Daemon::start(Listen::Tcp, &format!("[daemon]\nstatus_listen = \"{http}\"\n"));
     let mut client = daemon.client();
-    let spec = cuzk_synthetic::SyntheticSpec {
-        constraints: 1 << 9,
-        partitions: 1,
-        inputs: 2,
-        seed: 1,
-        ..Default::default()
-    };
+    let spec = spec(1 << 9, 1, 1);
     let job = client
         .submit_proof(pb::SubmitProofRequest {
             proof_kind: pb::ProofKind::PorepSealCommit as i32,
@@ -179,7 +173,7 @@ async fn every_metric_the_dashboard_queries_is_in_the_daemons_metrics() {
     let done = await_job(&mut client, &job, 0).await;
     assert_eq!(done.status, pb::await_proof_response::Status::Completed as i32);
 
-    let response = http_get(&http, "/metrics").await;
+    let response = http_get(&http, "/metrics", None).await;
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     let metrics = response.split("\r\n\r\n").nth(1).unwrap().to_string();
     let exported = sample_names(&metrics);
@@ -224,23 +218,4 @@ async fn every_metric_the_dashboard_queries_is_in_the_daemons_metrics() {
         "the dashboard queries what the daemon does not export:\n{}\n--- /metrics ---\n{metrics}",
         missing.join("\n")
     );
-}
-
-async fn http_get(addr: &str, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let mut stream = loop {
-        match tokio::net::TcpStream::connect(addr).await {
-            Ok(s) => break s,
-            Err(e) if std::time::Instant::now() > deadline => panic!("{addr}: {e}"),
-            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
-        }
-    };
-    stream
-        .write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    response
 }

@@ -191,3 +191,38 @@ pub fn check_proof(
         );
     }
 }
+
+/// A synthetic proof's spec (two public inputs).
+pub fn spec(constraints: usize, partitions: usize, seed: u64) -> cuzk_synthetic::SyntheticSpec {
+    cuzk_synthetic::SyntheticSpec {
+        constraints,
+        partitions,
+        inputs: 2,
+        seed,
+        ..cuzk_synthetic::SyntheticSpec::default()
+    }
+}
+
+/// `GET path` on the daemon's HTTP endpoint (waiting up to 30 s for it to
+/// listen), with an optional `Authorization` header; the raw response.
+pub async fn http_get(addr: &str, path: &str, authorization: Option<&str>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut stream = loop {
+        match tokio::net::TcpStream::connect(addr).await {
+            Ok(s) => break s,
+            Err(e) if Instant::now() > deadline => panic!("{addr}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    };
+    let auth = authorization.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+}
