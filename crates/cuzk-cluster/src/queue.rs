@@ -110,6 +110,9 @@ pub struct JobRecord {
     pub error: Option<String>,
     /// The daemon whose result was recorded (completed or failed jobs).
     pub finished_by: Option<String>,
+    /// Bytes of the stored request: dropped (0) once the job has ended, so
+    /// a finished row holds only its result until it expires.
+    pub request_bytes: i32,
 }
 
 /// One daemon's handle on the shared queue.
@@ -333,7 +336,7 @@ impl JobQueue {
             .execute(
                 "UPDATE cuzk_jobs
                  SET state = $3, proof = $4, error = $5, finished_at = now(), finished_by = owner,
-                     owner = NULL, lease_until = NULL
+                     owner = NULL, lease_until = NULL, request = ''::bytea
                  WHERE job_id = $1 AND owner = $2 AND state = 'running'",
                 &[&job_id, &self.owner, &state, &proof, &error],
             )
@@ -370,7 +373,8 @@ impl JobQueue {
     pub async fn cancel(&self, job_id: &str) -> Result<bool, ClusterError> {
         let changed = self
             .execute(
-                "UPDATE cuzk_jobs SET state = 'cancelled', finished_at = now(), owner = NULL, lease_until = NULL
+                "UPDATE cuzk_jobs SET state = 'cancelled', finished_at = now(), owner = NULL, lease_until = NULL,
+                     request = ''::bytea
                  WHERE job_id = $1 AND state IN ('queued', 'running')",
                 &[&job_id],
             )
@@ -382,7 +386,8 @@ impl JobQueue {
     pub async fn get(&self, job_id: &str) -> Result<Option<JobRecord>, ClusterError> {
         let rows = self
             .query(
-                "SELECT job_id, kind, priority, state, owner, attempts, proof, error, finished_by
+                "SELECT job_id, kind, priority, state, owner, attempts, proof, error, finished_by,
+                        octet_length(request)
                  FROM cuzk_jobs WHERE job_id = $1",
                 &[&job_id],
             )
@@ -399,6 +404,7 @@ impl JobQueue {
                     proof: row.get(6),
                     error: row.get(7),
                     finished_by: row.get(8),
+                    request_bytes: row.get(9),
                 })
             })
             .transpose()

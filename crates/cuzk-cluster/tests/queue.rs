@@ -207,6 +207,7 @@ async fn fifty_jobs_over_three_daemons_finish_exactly_once() {
         let record = cluster.daemons[0].get(submitted.job_id()).await.unwrap().unwrap();
         assert_eq!(record.state, JobState::Completed);
         assert_eq!(record.attempts, 1);
+        assert_eq!(record.request_bytes, 0, "the request is dropped once proved");
         assert_eq!(
             record.proof,
             Some(vec![i as u8; 16]),
@@ -304,6 +305,7 @@ async fn cancelled_and_expired_jobs_leave_the_queue() {
     let running = q.submit(&job("c2", 1, 2)).await.unwrap();
     let claimed = q.claim(LEASE).await.unwrap().unwrap();
     assert_eq!(claimed.job_id, queued.job_id());
+    assert_eq!(q.get(running.job_id()).await.unwrap().unwrap().request_bytes, 16);
     assert!(q.cancel(running.job_id()).await.unwrap());
     assert!(q.cancel(&claimed.job_id).await.unwrap());
     // The holder learns at its next renewal; its result is dropped.
@@ -313,6 +315,7 @@ async fn cancelled_and_expired_jobs_leave_the_queue() {
         .await
         .unwrap());
     assert!(!q.cancel(&claimed.job_id).await.unwrap(), "already ended");
+    assert_eq!(q.get(&claimed.job_id).await.unwrap().unwrap().request_bytes, 0);
     assert_eq!(
         q.get(running.job_id()).await.unwrap().unwrap().state,
         JobState::Cancelled
