@@ -4,16 +4,14 @@
 //!
 //! - a few **sequential slots** ([`Slots`]): a synthesis worker holds one
 //!   while it runs its partition's single-threaded work (building the
-//!   circuit, a circuit's one-time recording, a sequential witness, its
-//!   share of a witness by units);
+//!   circuit, a circuit's one-time recording, a sequential witness);
 //! - **rayon's pool** with the rest, where every parallel pass runs (the
 //!   units of a witness, a, b, c, the backends' preparation and MSMs).
 //!
 //! A worker gives its slot up while it waits on a parallel pass
-//! ([`parallel`]), and takes part in a witness by units instead of waiting
-//! on it ([`share_with_pool`]), so at most `cpu_threads` threads compute at
-//! once however many partitions are in flight, and a single partition on an
-//! idle host still has every core.
+//! ([`parallel`], [`share_with_pool`]), so at most `cpu_threads` threads
+//! compute at once however many partitions are in flight, and another
+//! worker builds its circuit on the lent core meanwhile.
 //!
 //! Why syntheses do not simply run on the pool: a pool thread waiting inside
 //! a parallel pass steals queued work, and a stolen synthesis that waits on
@@ -32,7 +30,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 /// How many of `cpu_threads` cores are sequential slots when the
 /// configuration leaves it open: one per eight cores, at least one. A slot
-/// holder mostly works inside a witness by units beside the pool, so few
+/// holder lends its slot while its parallel passes run, so few
 /// are needed; more let circuits be built while others prove.
 pub fn default_sequential_slots(cpu_threads: usize) -> usize {
     (cpu_threads / 8).max(1)
@@ -188,12 +186,15 @@ pub fn parallel<T>(work: impl FnOnce() -> T) -> T {
     work()
 }
 
-/// Runs `work` on every item, on the calling thread and on as many of the
-/// pool's threads as there are items to share, and returns the results in
-/// the items' order. Unlike a parallel iterator started from outside the
-/// pool, which parks the caller, the caller works too: a slot holder's core
-/// stays busy, and one partition on an idle host gets the pool plus its
-/// slot.
+/// Runs `work` on every item, on the pool and, unless it holds a
+/// sequential slot, on the calling thread too, and returns the results in
+/// the items' order. A slot holder (a synthesis worker) lends its slot for
+/// the pass and waits: another worker then builds its circuit on that core
+/// meanwhile, so the next partition's units are ready when these run out
+/// (without it the pool idled at every partition boundary: BENCHMARKS.md,
+/// "One budget of cores"). Any other caller works beside the pool rather
+/// than parking, as a parallel iterator started from outside the pool
+/// would.
 pub fn share_with_pool<I: Send, R: Send>(items: Vec<I>, work: impl Fn(I) -> R + Sync) -> Vec<R> {
     let count = items.len();
     let items: Vec<Mutex<Option<I>>> = items.into_iter().map(|i| Mutex::new(Some(i))).collect();
@@ -209,14 +210,25 @@ pub fn share_with_pool<I: Send, R: Send>(items: Vec<I>, work: impl Fn(I) -> R + 
             *lock(&results[i]) = Some(result);
         }
     };
-    let helpers = rayon::current_num_threads().min(count.saturating_sub(1));
-    // A panic in any share is re-raised here once every share has stopped.
-    rayon::in_place_scope(|scope| {
-        for _ in 0..helpers {
-            scope.spawn(|_| drain());
-        }
-        drain();
-    });
+    let holds_slot = HELD.with(|held| held.borrow().is_some());
+    let pass = || {
+        let caller_works = !holds_slot;
+        let helpers = rayon::current_num_threads().min(count.saturating_sub(caller_works as usize));
+        // A panic in any share is re-raised here once every share has stopped.
+        rayon::in_place_scope(|scope| {
+            for _ in 0..helpers {
+                scope.spawn(|_| drain());
+            }
+            if caller_works {
+                drain();
+            }
+        });
+    };
+    if holds_slot {
+        parallel(pass);
+    } else {
+        pass();
+    }
     results
         .into_iter()
         .map(|r| {
@@ -267,6 +279,38 @@ mod tests {
         assert_eq!(most.load(Ordering::SeqCst), 2);
         let after = slots.snapshot();
         assert_eq!((after.in_use, after.waiting), (0, 0));
+    }
+
+    #[test]
+    fn a_slot_holder_lends_its_slot_while_its_units_run() {
+        // One slot: the second worker gets it only if the first lends it
+        // during its units (the deadline turns a kept slot into a failure).
+        let slots = Slots::new(1);
+        let second_ran = std::sync::atomic::AtomicBool::new(false);
+        let first_in = Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                in_slot(&slots, Priority::Normal, || {
+                    first_in.wait();
+                    let waited = share_with_pool(vec![0u8; 2], |_| {
+                        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+                        while !second_ran.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        second_ran.load(Ordering::SeqCst)
+                    });
+                    assert_eq!(waited, [true, true], "the slot was kept through the units");
+                    assert!(HELD.with(|h| h.borrow().is_some()), "the slot is taken back");
+                })
+            });
+            first_in.wait();
+            s.spawn(|| {
+                in_slot(&slots, Priority::Normal, || {
+                    second_ran.store(true, Ordering::SeqCst)
+                })
+            });
+        });
+        assert_eq!(slots.snapshot().in_use, 0);
     }
 
     #[test]
