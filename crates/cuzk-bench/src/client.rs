@@ -108,7 +108,7 @@ impl Client {
                     memory_budget: target.memory_budget_gib << 30,
                     ..EngineConfig::default()
                 },
-                backends: gpu_backends(&[], Residency::Auto),
+                backends: gpu_backends(&[], Residency::Auto, None),
                 sources: plan_sources(&param_cache, true, false, target.allow_unverifiable)?,
             };
             let engine = tokio::task::spawn_blocking(move || setup.start()).await??;

@@ -101,8 +101,12 @@ pub struct ProveTimings {
     pub b_g2_msm: Duration,
     /// Time `finish` waited for the G2 MSM.
     pub g2_wait: Duration,
-    /// GPU backend: copying a/b/c to the device (zero on the CPU).
+    /// GPU backend: copying a/b/c (or the witness) to the device (zero on
+    /// the CPU).
     pub upload: Duration,
+    /// GPU backend: that copy ran before the device lock, overlapping
+    /// another partition's region (else it is part of `gpu_region`).
+    pub upload_ahead: bool,
     /// GPU backend: waiting for the device lock (zero on the CPU).
     pub lock_wait: Duration,
     /// GPU backend: the whole CUDA region, lock held (zero on the CPU).

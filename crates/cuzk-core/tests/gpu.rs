@@ -87,6 +87,110 @@ fn two_backends_on_one_device_at_once_equal_the_cpu_backend() {
     });
 }
 
+/// Issue 15.2: with the parameters resident, a partition's a, b, c are
+/// copied to the device before the device lock (while another partition
+/// of the same backend computes); the proofs are still the CPU backend's.
+#[test]
+fn partitions_uploaded_ahead_equal_the_cpu_backend() {
+    let Some(gpu) = gpu(Residency::Device, Tuning::default()) else {
+        return;
+    };
+    let n = (1usize << 18) + 3;
+    let assignment = shaped_assignment(n, 2, 31);
+    let params = Arc::new(shaped_parameters(&assignment, 32));
+    let fixed = Randomness::Fixed {
+        r: Scalar::from(17u64),
+        s: Scalar::from(19u64),
+    };
+    let (cpu, _) = prove_with(
+        &CpuBackend,
+        ProverInput::evaluated(assignment.clone(), &params, fixed),
+    )
+    .unwrap();
+    let cpu = proof_to_bytes(&cpu);
+    // The first proof makes the parameters resident (nothing to copy
+    // ahead with), then three threads prove at once.
+    let (first, timings) =
+        prove_with(&gpu, ProverInput::evaluated(assignment.clone(), &params, fixed)).unwrap();
+    assert_eq!(proof_to_bytes(&first), cpu);
+    assert!(
+        !timings.upload_ahead,
+        "the first proof uploaded the parameters in the region"
+    );
+    let ahead = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                for _ in 0..3 {
+                    let (proof, timings) =
+                        prove_with(&gpu, ProverInput::evaluated(assignment.clone(), &params, fixed)).unwrap();
+                    assert_eq!(proof_to_bytes(&proof), cpu, "a proof uploaded ahead differs");
+                    if timings.upload_ahead {
+                        ahead.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let ahead = ahead.into_inner();
+    println!("PASS {ahead} of 9 partitions uploaded ahead, bytes equal the CPU's");
+    assert_eq!(
+        ahead, 9,
+        "resident parameters and room to spare: every partition copied ahead"
+    );
+}
+
+/// The memory cap (issue 15.4) in a process of its own, since it lasts as
+/// long as the process: this test runs the ignored one below in a child.
+#[test]
+fn a_capped_device_streams_and_equals_the_cpu_backend() {
+    if gpu(Residency::Auto, Tuning::default()).is_none() {
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "capped_device_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("CUZK_CAPPED_CHILD", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the capped child failed");
+    assert!(stdout.contains("PASS capped"), "the capped child did not run");
+}
+
+/// Run by the test above only: caps the device at 7 GiB, where a 2^22
+/// partition's parameters and working set no longer fit side by side, so
+/// they stream; the proof still equals the CPU backend's.
+#[test]
+#[ignore = "run in a child process by a_capped_device_streams_and_equals_the_cpu_backend"]
+fn capped_device_child() {
+    assert_eq!(
+        std::env::var("CUZK_CAPPED_CHILD").as_deref(),
+        Ok("1"),
+        "run through a_capped_device_streams_and_equals_the_cpu_backend"
+    );
+    let cap = 7u64 << 30;
+    let gpu = CudaBackend::detect_capped(&[], Residency::Auto, Tuning::default(), Some(cap))
+        .into_iter()
+        .next()
+        .expect("the capped device");
+    let free = gpu.free_bytes();
+    assert!(free < cap, "free {free} under the cap {cap}");
+    assert!(gpu.info().total_bytes <= cap);
+    let n = 1usize << 22;
+    let timings = gpu_equals_cpu(&gpu, n, 77);
+    assert!(timings.streamed, "under the cap the parameters stream");
+    assert!(!timings.gpu_region.is_zero(), "the capped device proved it");
+    println!("PASS capped: 2^22 under a 7 GiB cap streamed, {free} bytes free, bytes equal the CPU's");
+}
+
 #[test]
 fn windowed_msms_equal_the_cpu_backend() {
     // Small MSM windows: the "other" scalars of every section (B_G2 too)
@@ -313,10 +417,15 @@ fn witness_path_proofs_equal_the_cpu_backend() {
         assert!(timings.abc_on_device, "n={n}: a, b, c on the device");
         assert!(!timings.gpu_region.is_zero(), "n={n} ran in the CUDA region");
     }
-    // The same R1CS twice: resident after the first (both proofs right).
-    let case = witness_case(1 << 16, 99);
-    case.gpu_equals_cpu(&gpu, 1 << 16);
-    case.gpu_equals_cpu(&gpu, 1 << 16);
+    // The same R1CS twice: resident after the first (both proofs right),
+    // so the second's witness is copied to the device before the lock.
+    let case = witness_case(1 << 18, 99);
+    let first = case.gpu_equals_cpu(&gpu, 1 << 18);
+    let second = case.gpu_equals_cpu(&gpu, 1 << 18);
+    assert!(
+        !first.upload_ahead && second.upload_ahead,
+        "the second witness uploaded ahead"
+    );
 }
 
 #[test]

@@ -178,6 +178,12 @@ pub struct GpusSection {
     /// GPU memory when they fit, else streamed from pinned host memory),
     /// "device" or "host".
     pub srs_residency: String,
+    /// Each device used as a card of this much memory ("16GiB"; 0 or
+    /// "auto": the whole card): the rest is held for the life of the
+    /// process, so a large card runs the small-card paths (streamed
+    /// parameters). For testing and sizing; the `CUZK_GPU_MEMORY_CAP_GIB`
+    /// environment variable does the same when this is unset.
+    pub memory_cap: ByteSize,
     /// Seconds a device that failed a partition (a device error, out of
     /// memory) receives no work while another device can take it; the
     /// partition is proved there.
@@ -192,6 +198,7 @@ impl Default for GpusSection {
             gpu_workers_per_device: 2,
             gpu_threads: 0,
             srs_residency: "auto".into(),
+            memory_cap: ByteSize::Bytes(0),
             quarantine_secs: 60,
         }
     }
@@ -422,6 +429,15 @@ impl Config {
             bail!("[pipeline] max_queued_jobs must be at least 1");
         }
         Ok(())
+    }
+
+    /// `[gpus] memory_cap` in bytes, `None` for the whole card.
+    pub fn gpu_memory_cap(&self) -> anyhow::Result<Option<u64>> {
+        Ok(match self.gpus.memory_cap {
+            ByteSize::Bytes(0) | ByteSize::Auto => None,
+            ByteSize::Bytes(n) if n < 1 << 30 => bail!("[gpus] memory_cap must be at least 1GiB"),
+            ByteSize::Bytes(n) => Some(n),
+        })
     }
 
     /// The memory budget in bytes.

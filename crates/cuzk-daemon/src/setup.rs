@@ -32,7 +32,7 @@ impl EngineSetup {
         Ok(Self {
             config: config.engine_config()?,
             backends: if config.gpus.enabled {
-                gpu_backends(&config.gpus.devices, residency)
+                gpu_backends(&config.gpus.devices, residency, config.gpu_memory_cap()?)
             } else {
                 tracing::warn!("[gpus] enabled = false: proving on the CPU");
                 vec![Arc::new(CpuBackend)]
@@ -55,9 +55,18 @@ impl EngineSetup {
 /// One backend per visible GPU (restricted to `devices` when not empty),
 /// each falling back to the CPU for what it declines; the CPU backend alone
 /// when there is no GPU or the build has no CUDA.
-pub fn gpu_backends(devices: &[u32], residency: Residency) -> Vec<Arc<dyn ProverBackend>> {
+/// `memory_cap` (bytes) caps each device's memory (`[gpus] memory_cap`);
+/// without it the `CUZK_GPU_MEMORY_CAP_GIB` environment variable does.
+pub fn gpu_backends(
+    devices: &[u32],
+    residency: Residency,
+    memory_cap: Option<u64>,
+) -> Vec<Arc<dyn ProverBackend>> {
     let cpu: Arc<dyn ProverBackend> = Arc::new(CpuBackend);
-    let gpus = CudaBackend::detect(devices, residency, Tuning::default());
+    let gpus = match memory_cap {
+        Some(cap) => CudaBackend::detect_capped(devices, residency, Tuning::default(), Some(cap)),
+        None => CudaBackend::detect(devices, residency, Tuning::default()),
+    };
     if gpus.is_empty() {
         tracing::warn!(
             "no GPU backend (no CUDA device, or a build without --features cuda): proving on the CPU"

@@ -349,6 +349,17 @@ struct cuzk_device_info_t {
     int sm_count, major, minor;
 };
 
+// A partition's vectors uploaded ahead of its CUDA region, outside the
+// device lock and while another partition computes: a, b and c (2^lg
+// each, zero-padded) for the host path, the inputs and aux for the witness
+// path. The region that uses them takes them over (and frees them as soon
+// as it can); dropping the handle frees what is left.
+struct cuzk_gpu_staged_t {
+    int device;
+    gpu_ptr_t<fr_t> v[3];
+    size_t len[3];                 // elements of each buffer (0: none)
+};
+
 // ---- the two groups ----
 
 // What the witness-structured MSM needs to know about a group. Streamed
@@ -398,6 +409,16 @@ template<class T> static gpu_ptr_t<T> device_alloc(size_t n)
     CUDA_OK(cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)));
     return gpu_ptr_t<T>(ptr);
 }
+
+// Frees a device buffer now rather than at the end of its scope (sppark's
+// move assignment would leak a non-empty target, so it moves into an
+// empty one that goes out of scope here).
+template<class T> static void release(gpu_ptr_t<T>& ptr)
+{
+    gpu_ptr_t<T> dead;
+    dead = std::move(ptr);
+}
+
 
 static cuda_error invalid(const char* why)
 {   return cuda_error(cudaErrorInvalidValue, std::string(why));   }
@@ -651,6 +672,18 @@ CUZK_TRY
 CUZK_CATCH
 }
 
+// Device memory held back for the life of the process, so that a large
+// card behaves as a smaller one (the memory cap: an H200 standing in for a
+// 16 or 24 GiB card, every later allocation seeing the smaller size).
+extern "C" RustError cuzk_gpu_reserve(int device, size_t bytes, void** out)
+{
+CUZK_TRY
+    set_device(device);
+    CUDA_OK(cudaMalloc(out, std::max<size_t>(bytes, 1)));
+    return RustError{cudaSuccess};
+CUZK_CATCH
+}
+
 extern "C" RustError cuzk_gpu_srs_create(const cuzk_srs_create_t* p,
                                          cuzk_gpu_srs_t** out)
 {
@@ -722,43 +755,105 @@ static void to_coset(stream_t& work, fr_t* d, uint32_t lg)
 }
 
 // With a, b, c on the coset (device memory, 2^lg each): H's coefficients
-// in d_a by the quotient and an inverse coset NTT (ms.ntt), then the H MSM
-// (ms.h_msm).
-// d_a is sppark's device pointer type: its MSM then reads the scalars in
+// in d[0] by the quotient and an inverse coset NTT (ms.ntt), then the H MSM
+// (ms.h_msm). b and c are freed once the quotient has read them, so the
+// H MSM's temporaries (sppark's digits and, streamed, its point buffers)
+// fit beside `a` alone: a 16 GiB card runs a 2^27 partition.
+// d[0] is sppark's device pointer type: its MSM then reads the scalars in
 // place (a raw pointer would be taken for host memory).
 static RustError quotient_and_h(const gpu_t& gpu, const cuzk_gpu_srs_t* srs,
-                                const affine_t* h_host, const gpu_ptr_t<fr_t>& d_a,
-                                const fr_t* d_b,
-                                const fr_t* d_c, uint32_t lg, const fr_t& z_inv,
+                                const affine_t* h_host, gpu_ptr_t<fr_t> (&d)[3],
+                                uint32_t lg, const fr_t& z_inv,
                                 cuzk_partition_out_t* out, stopwatch_t& clock)
 {
     size_t n = (size_t)1 << lg;
     stream_t& work = gpu[0];
-    quotient_on_coset<<<gpu.sm_count() * 4, 256, 0, work>>>(d_a, d_b, d_c, z_inv, n);
+    quotient_on_coset<<<gpu.sm_count() * 4, 256, 0, work>>>(d[0], d[1], d[2], z_inv, n);
     CUDA_OK(cudaGetLastError());
-    NTT::Base_dev_ptr(work, d_a, lg, NTT::InputOutputOrder::NN,
+    NTT::Base_dev_ptr(work, d[0], lg, NTT::InputOutputOrder::NN,
                       NTT::Direction::inverse, NTT::Type::coset);
     work.sync();
+    release(d[1]);
+    release(d[2]);
     out->ms.ntt = clock.lap();
 
     msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n - 1};
     // Device points: sppark's resident path; host points: its batched,
     // double-buffered upload (scalars already on the device either way).
     RustError err = srs->streamed
-        ? msm.invoke(out->h, h_host, n - 1, d_a, true)
-        : msm.invoke(out->h, srs->h, n - 1, d_a, true);
+        ? msm.invoke(out->h, h_host, n - 1, d[0], true)
+        : msm.invoke(out->h, srs->h, n - 1, d[0], true);
     if (err.code != cudaSuccess)
         return err;
     out->ms.h_msm = clock.lap();
     return RustError{cudaSuccess};
 }
 
+// Uploads `count` host vectors into new device buffers of alloc[k]
+// elements (zero beyond len[k]), staged through `srs`'s pinned buffers, on
+// a stream of its own: not one of sppark's, which the partition computing
+// meanwhile synchronises. Returns once the data has landed.
+static void stage_vectors(const cuzk_gpu_srs_t* srs, cuzk_gpu_staged_t* st,
+                          const fr_t* const src[], const size_t len[],
+                          const size_t alloc[], int count)
+{
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    struct stream_guard {
+        cudaStream_t s;
+        ~stream_guard() { (void)cudaStreamSynchronize(s); (void)cudaStreamDestroy(s); }
+    } guard{s};
+    copy_team_t team(srs->stage && srs->stage->ok() ? stage_threads() : 1);
+    for (int k = 0; k < count; k++) {
+        st->v[k] = device_alloc<fr_t>(alloc[k]);
+        st->len[k] = alloc[k];
+        upload(srs->stage.get(), &team, (fr_t*)st->v[k], src[k], len[k] * sizeof(fr_t), s);
+        if (len[k] < alloc[k])
+            CUDA_OK(cudaMemsetAsync((fr_t*)st->v[k] + len[k], 0,
+                                    (alloc[k] - len[k]) * sizeof(fr_t), s));
+    }
+    CUDA_OK(cudaStreamSynchronize(s));
+}
+
+// a, b and c of one partition to the device ahead of its region (no device
+// lock needed: only `srs`'s staging buffers are shared, behind their mutex).
+extern "C" RustError cuzk_gpu_stage_abc(const cuzk_gpu_srs_t* srs,
+                                        const cuzk_partition_t* p,
+                                        cuzk_gpu_staged_t** out)
+{
+CUZK_TRY
+    set_device(srs->device);
+    size_t n = (size_t)1 << p->lg_domain;
+    if (p->abc_len > n)
+        return RustError{cudaErrorInvalidValue, "a, b, c longer than the domain"};
+    std::unique_ptr<cuzk_gpu_staged_t> st{new cuzk_gpu_staged_t{}};
+    st->device = srs->device;
+    const fr_t* src[3] = {p->a, p->b, p->c};
+    size_t len[3] = {p->abc_len, p->abc_len, p->abc_len};
+    size_t alloc[3] = {n, n, n};
+    stage_vectors(srs, st.get(), src, len, alloc, 3);
+    *out = st.release();
+    return RustError{cudaSuccess};
+CUZK_CATCH
+}
+
+extern "C" void cuzk_gpu_staged_drop(cuzk_gpu_staged_t* st)
+{
+    if (st) {
+        (void)cudaSetDevice(st->device);
+        delete st;
+    }
+}
+
 // The CUDA region of one partition: H by NTTs and its MSM, then the L, A,
-// B_G1 and B_G2 MSMs shaped by the witness. Device memory is released
-// before return.
+// B_G1 and B_G2 MSMs shaped by the witness. With `staged` (from
+// cuzk_gpu_stage_abc) a, b and c are already on the device and the region
+// takes them over; without, it uploads them itself. Device memory is
+// released before return.
 extern "C" RustError cuzk_gpu_prove(const cuzk_gpu_srs_t* srs,
                                     const cuzk_host_sections_t* host,
                                     const cuzk_partition_t* p,
+                                    cuzk_gpu_staged_t* staged,
                                     cuzk_partition_out_t* out)
 {
 CUZK_TRY
@@ -770,38 +865,48 @@ CUZK_TRY
         return RustError{cudaErrorInvalidValue, "domain and H section disagree"};
     if (p->b_aux.offset + p->b_aux.npoints > srs->nb2)
         return RustError{cudaErrorInvalidValue, "B plan exceeds the B_G2 section"};
+    if (staged && (staged->device != srs->device || staged->len[0] != n
+                   || staged->len[1] != n || staged->len[2] != n))
+        return RustError{cudaErrorInvalidValue, "staged a, b, c do not fit this partition"};
     bool streamed = srs->streamed;
     const affine_t* h_points = streamed ? host->h : (const affine_t*)srs->h;
     {
-        auto d_a = device_alloc<fr_t>(n);
-        auto d_b = device_alloc<fr_t>(n);
-        auto d_c = device_alloc<fr_t>(n);
-        fr_t* abc[3] = {d_a, d_b, d_c};
-        const fr_t* src[3] = {p->a, p->b, p->c};
-        // Copies on stream 1, transforms on stream 0: while the host stages
-        // b (and c), the device already transforms a (and b). ms.upload is
-        // therefore the time until all three have landed, ms.ntt what the
-        // transforms take beyond it.
-        stream_t& copy = gpu[1];
+        gpu_ptr_t<fr_t> d[3];
         stream_t& work = gpu[0];
-        event_t landed[3];
-        {
-            copy_team_t team(srs->stage && srs->stage->ok() ? stage_threads() : 1);
+        if (staged) {
             for (int i = 0; i < 3; i++) {
-                upload(srs->stage.get(), &team, abc[i], src[i],
-                       p->abc_len * sizeof(fr_t), copy);
-                if (p->abc_len < n)
-                    CUDA_OK(cudaMemsetAsync(abc[i] + p->abc_len, 0,
-                                            (n - p->abc_len) * sizeof(fr_t), copy));
-                landed[i].record(copy);
-                landed[i].wait(work);
-                to_coset(work, abc[i], p->lg_domain);
+                d[i] = std::move(staged->v[i]);
+                to_coset(work, d[i], p->lg_domain);
             }
+            out->ms.upload = 0;
+        } else {
+            for (int i = 0; i < 3; i++)
+                d[i] = device_alloc<fr_t>(n);
+            const fr_t* src[3] = {p->a, p->b, p->c};
+            // Copies on stream 1, transforms on stream 0: while the host
+            // stages b (and c), the device already transforms a (and b).
+            // ms.upload is therefore the time until all three have landed,
+            // ms.ntt what the transforms take beyond it.
+            stream_t& copy = gpu[1];
+            event_t landed[3];
+            {
+                copy_team_t team(srs->stage && srs->stage->ok() ? stage_threads() : 1);
+                for (int i = 0; i < 3; i++) {
+                    upload(srs->stage.get(), &team, d[i], src[i],
+                           p->abc_len * sizeof(fr_t), copy);
+                    if (p->abc_len < n)
+                        CUDA_OK(cudaMemsetAsync((fr_t*)d[i] + p->abc_len, 0,
+                                                (n - p->abc_len) * sizeof(fr_t), copy));
+                    landed[i].record(copy);
+                    landed[i].wait(work);
+                    to_coset(work, d[i], p->lg_domain);
+                }
+            }
+            copy.sync();
+            out->ms.upload = clock.lap();
         }
-        copy.sync();
-        out->ms.upload = clock.lap();
-        RustError err = quotient_and_h(gpu, srs, h_points, d_a, d_b, d_c,
-                                       p->lg_domain, p->z_inv, out, clock);
+        RustError err = quotient_and_h(gpu, srs, h_points, d, p->lg_domain,
+                                       p->z_inv, out, clock);
         if (err.code != cudaSuccess)
             return err;
     }
@@ -889,16 +994,25 @@ static void sparse_products(const gpu_t& gpu, const cuzk_gpu_r1cs_t* r,
     }
 }
 
-// The witness to the device (inputs, then aux), staged through `srs`'s
-// pinned buffers.
-static void upload_witness(const gpu_t& gpu, const cuzk_gpu_srs_t* srs,
-                           const cuzk_gpu_r1cs_t* r, fr_t* d_inputs, fr_t* d_aux,
-                           const fr_t* inputs, const fr_t* aux)
+// The witness (inputs, then aux) to the device ahead of its region,
+// outside the device lock (as cuzk_gpu_stage_abc).
+extern "C" RustError cuzk_gpu_stage_witness(const cuzk_gpu_srs_t* srs,
+                                            const cuzk_gpu_r1cs_t* r,
+                                            const cuzk_witness_partition_t* p,
+                                            cuzk_gpu_staged_t** out)
 {
-    copy_team_t team(srs->stage && srs->stage->ok() ? stage_threads() : 1);
-    upload(srs->stage.get(), &team, d_inputs, inputs, r->num_inputs * sizeof(fr_t), gpu[0]);
-    upload(srs->stage.get(), &team, d_aux, aux, r->num_aux * sizeof(fr_t), gpu[0]);
-    gpu[0].sync();
+CUZK_TRY
+    if (srs->device != r->device)
+        return RustError{cudaErrorInvalidValue, "parameters and R1CS on different devices"};
+    set_device(srs->device);
+    std::unique_ptr<cuzk_gpu_staged_t> st{new cuzk_gpu_staged_t{}};
+    st->device = srs->device;
+    const fr_t* src[2] = {p->inputs, p->aux};
+    size_t len[2] = {r->num_inputs, r->num_aux};
+    stage_vectors(srs, st.get(), src, len, len, 2);
+    *out = st.release();
+    return RustError{cudaSuccess};
+CUZK_CATCH
 }
 
 // a, b, c of one witness back to the host (rows each): the GPU check of the
@@ -934,6 +1048,7 @@ CUZK_CATCH
 extern "C" RustError cuzk_gpu_prove_witness(const cuzk_gpu_srs_t* srs,
                                             const cuzk_gpu_r1cs_t* r,
                                             const cuzk_witness_partition_t* p,
+                                            cuzk_gpu_staged_t* staged,
                                             cuzk_small_others_t* small,
                                             cuzk_partition_out_t* out)
 {
@@ -951,22 +1066,37 @@ CUZK_TRY
     if (srs->nl != r->num_aux || p->a_offset + r->a_aux_ones > srs->na
         || p->b_offset + r->b_aux_ones > srs->nb || p->b_offset + r->b_aux_ones > srs->nb2)
         return RustError{cudaErrorInvalidValue, "R1CS and parameter sections disagree"};
-    auto d_inputs = device_alloc<fr_t>(r->num_inputs);
-    auto d_aux = device_alloc<fr_t>(r->num_aux);
-    upload_witness(gpu, srs, r, d_inputs, d_aux, p->inputs, p->aux);
-    out->ms.upload = clock.lap();
+    if (staged && (staged->device != srs->device || staged->len[0] != r->num_inputs
+                   || staged->len[1] != r->num_aux))
+        return RustError{cudaErrorInvalidValue, "the staged witness does not fit this R1CS"};
+    gpu_ptr_t<fr_t> d_inputs, d_aux;
+    if (staged) {
+        d_inputs = std::move(staged->v[0]);
+        d_aux = std::move(staged->v[1]);
+        out->ms.upload = 0;
+    } else {
+        // The witness to the device, staged through `srs`'s pinned buffers.
+        d_inputs = device_alloc<fr_t>(r->num_inputs);
+        d_aux = device_alloc<fr_t>(r->num_aux);
+        copy_team_t team(srs->stage && srs->stage->ok() ? stage_threads() : 1);
+        upload(srs->stage.get(), &team, (fr_t*)d_inputs, p->inputs,
+               r->num_inputs * sizeof(fr_t), gpu[0]);
+        upload(srs->stage.get(), &team, (fr_t*)d_aux, p->aux,
+               r->num_aux * sizeof(fr_t), gpu[0]);
+        gpu[0].sync();
+        out->ms.upload = clock.lap();
+    }
     {
-        auto d_a = device_alloc<fr_t>(n);
-        auto d_b = device_alloc<fr_t>(n);
-        auto d_c = device_alloc<fr_t>(n);
-        fr_t* const abc[3] = {d_a, d_b, d_c};
+        gpu_ptr_t<fr_t> d[3] = {device_alloc<fr_t>(n), device_alloc<fr_t>(n),
+                                device_alloc<fr_t>(n)};
+        fr_t* const abc[3] = {d[0], d[1], d[2]};
         sparse_products(gpu, r, d_inputs, d_aux, abc, n);
         gpu[0].sync();
         out->ms.abc = clock.lap();
         for (int k = 0; k < 3; k++)
             to_coset(gpu[0], abc[k], p->lg_domain);
-        RustError err = quotient_and_h(gpu, srs, nullptr, d_a, d_b, d_c,
-                                       p->lg_domain, p->z_inv, out, clock);
+        RustError err = quotient_and_h(gpu, srs, nullptr, d, p->lg_domain,
+                                       p->z_inv, out, clock);
         if (err.code != cudaSuccess)
             return err;
     }

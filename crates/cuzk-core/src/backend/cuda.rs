@@ -1,8 +1,10 @@
 //! The CUDA backend: one [`CudaBackend`] per GPU, with the CUDA region
-//! (a/b/c upload, NTTs, H MSM and the witness-shaped L, A, B_G1 and B_G2
-//! MSMs) under the device's lock, and everything else off it: witness
-//! preparation before, the input MSMs (B_G2's on a small thread) and the
-//! epilogue after.
+//! (NTTs, H MSM and the witness-shaped L, A, B_G1 and B_G2 MSMs) under the
+//! device's lock, and everything else off it: witness preparation and the
+//! upload of a/b/c (or the witness) before, while another partition's
+//! region runs; the input MSMs (B_G2's on a small thread) and the epilogue
+//! after. The upload falls back into the region when device memory has no
+//! room for a partition copied ahead.
 //!
 //! The query sections (G1 and B's G2 section) stay resident in device
 //! memory between partitions when they fit (with room for a partition's
@@ -23,8 +25,8 @@ use crate::r1cs::CompiledR1cs;
 use crate::sync::lock;
 use blstrs::Scalar;
 use cuzk_sys::gpu::{
-    DeviceInfo, GpuR1cs, GpuSrs, HostPin, MsmPlan, PartitionInput, Sections, SmallOthers, WitnessInput,
-    WitnessOutput,
+    staged_abc_bytes, staged_witness_bytes, DeviceInfo, GpuR1cs, GpuSrs, HostPin, MsmPlan, PartitionInput,
+    Sections, SmallOthers, Staged, WitnessInput, WitnessOutput,
 };
 use ff::{Field, PrimeField};
 use group::prime::PrimeCurveAffine;
@@ -32,6 +34,10 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 pub use cuzk_sys::gpu::{GpuError, Tuning};
+
+/// Environment variable capping each GPU's memory, in GiB (see
+/// [`CudaBackend::detect_capped`]).
+pub const MEMORY_CAP_VAR: &str = "CUZK_GPU_MEMORY_CAP_GIB";
 
 /// Device memory kept free beyond the resident parameters and one
 /// partition's working set (NTT and MSM temporaries, the CUDA context).
@@ -66,23 +72,97 @@ pub struct CudaBackend {
     tuning: Tuning,
     /// Held only around the CUDA region (and SRS uploads).
     lock: Mutex<Option<Resident>>,
+    /// What is resident, readable while the lock is held by a region: the
+    /// upload ahead needs the device objects, not the lock.
+    view: Mutex<Option<ResidentView>>,
+    /// Held while one partition's vectors are copied ahead of its region:
+    /// one such upload per device at a time (they share the PCIe link and
+    /// the pinned buffers), and each one's memory check sees the last one's
+    /// allocation.
+    staging: Mutex<()>,
+}
+
+/// The device objects of what is resident, for the upload ahead.
+#[derive(Debug, Clone)]
+struct ResidentView {
+    params: Weak<ProvingParameters>,
+    srs: Arc<GpuSrs>,
+    r1cs: Option<(Weak<CompiledR1cs>, Arc<GpuR1cs>)>,
+}
+
+impl ResidentView {
+    fn of(resident: &Resident) -> Self {
+        Self {
+            params: resident.params.clone(),
+            srs: Arc::clone(&resident.srs),
+            r1cs: resident.r1cs.clone(),
+        }
+    }
 }
 
 impl CudaBackend {
     /// A backend per visible CUDA device (CUDA_VISIBLE_DEVICES applies),
     /// restricted to the ordinals in `only` when it is not empty; empty
     /// without devices (or without the `cuda` feature at run time).
+    ///
+    /// The environment variable `CUZK_GPU_MEMORY_CAP_GIB` caps each device's
+    /// memory as [`CudaBackend::detect_capped`] does.
     pub fn detect(only: &[u32], residency: Residency, tuning: Tuning) -> Vec<CudaBackend> {
+        let cap = std::env::var(MEMORY_CAP_VAR)
+            .ok()
+            .and_then(|v| match v.trim().parse::<f64>() {
+                Ok(gib) if gib > 0.0 => Some((gib * (1u64 << 30) as f64) as u64),
+                _ => {
+                    tracing::warn!(
+                        value = v,
+                        "{MEMORY_CAP_VAR} is not a positive number of GiB; ignored"
+                    );
+                    None
+                }
+            });
+        Self::detect_capped(only, residency, tuning, cap)
+    }
+
+    /// [`CudaBackend::detect`] with each device's memory capped at
+    /// `memory_cap` bytes (when given): the memory beyond it is held for
+    /// the life of the process, so a large card runs the paths of a small
+    /// one (streamed parameters) with every allocation seeing the small
+    /// card's size. A device the cap cannot apply to (already more in use)
+    /// is left out.
+    pub fn detect_capped(
+        only: &[u32],
+        residency: Residency,
+        tuning: Tuning,
+        memory_cap: Option<u64>,
+    ) -> Vec<CudaBackend> {
         (0..cuzk_sys::gpu::device_count())
             .filter(|i| only.is_empty() || only.contains(&(*i as u32)))
             .filter_map(|ordinal| {
-                let info = cuzk_sys::gpu::device_info(ordinal).ok()?;
+                if let Some(cap) = memory_cap {
+                    match cuzk_sys::gpu::cap_memory(ordinal, cap) {
+                        Ok(applied) => {
+                            if applied {
+                                tracing::warn!(device = ordinal, cap_mib = cap >> 20, "GPU memory capped");
+                            }
+                        }
+                        Err(e) => {
+                            tracing::error!(device = ordinal, error = %e, "cannot cap the GPU's memory; device not used");
+                            return None;
+                        }
+                    }
+                }
+                let mut info = cuzk_sys::gpu::device_info(ordinal).ok()?;
+                if let Some(cap) = memory_cap {
+                    info.total_bytes = info.total_bytes.min(cap);
+                }
                 Some(CudaBackend {
                     ordinal,
                     info,
                     residency,
                     tuning,
                     lock: Mutex::new(None),
+                    view: Mutex::new(None),
+                    staging: Mutex::new(()),
                 })
             })
             .collect()
@@ -101,6 +181,62 @@ impl CudaBackend {
     /// Current free memory (the static info when the query fails).
     pub fn free_bytes(&self) -> u64 {
         cuzk_sys::gpu::device_info(self.ordinal).map_or(self.info.free_bytes, |i| i.free_bytes)
+    }
+
+    /// The resident parameters' device object, when `params` are resident
+    /// (and not streamed: streamed parameters leave no room to copy ahead).
+    fn resident_srs(&self, params: &Arc<ProvingParameters>) -> Option<Arc<GpuSrs>> {
+        let view = lock(&self.view);
+        let view = view.as_ref()?;
+        let same = view.params.upgrade().is_some_and(|p| Arc::ptr_eq(&p, params));
+        (same && !view.srs.is_streamed()).then(|| Arc::clone(&view.srs))
+    }
+
+    /// The resident compiled R1CS, when it is `r1cs`.
+    fn resident_r1cs(&self, r1cs: &Arc<CompiledR1cs>) -> Option<Arc<GpuR1cs>> {
+        let view = lock(&self.view);
+        let (source, gpu) = view.as_ref()?.r1cs.as_ref()?;
+        source
+            .upgrade()
+            .is_some_and(|s| Arc::ptr_eq(&s, r1cs))
+            .then(|| Arc::clone(gpu))
+    }
+
+    /// Records what is resident (called with the device lock held).
+    fn publish(&self, resident: &Option<Resident>) {
+        *lock(&self.view) = resident.as_ref().map(ResidentView::of);
+    }
+
+    /// A partition's vectors (`bytes` of device memory) copied to the device
+    /// by `stage`, before the device lock, when the free memory leaves
+    /// `reserve` (the working set of a region that may run meanwhile) and
+    /// the slack beside them. `None` (no room, or the copy failed): the
+    /// region uploads them itself, as before.
+    fn upload_ahead(
+        &self,
+        bytes: u64,
+        reserve: u64,
+        stage: impl FnOnce() -> Result<Staged, GpuError>,
+    ) -> Option<(Staged, std::time::Duration)> {
+        let _slot = lock(&self.staging);
+        let free = self.free_bytes();
+        if bytes + reserve + VRAM_SLACK > free {
+            tracing::debug!(
+                device = self.ordinal,
+                mib = bytes >> 20,
+                free_mib = free >> 20,
+                "no room to upload ahead; the region uploads"
+            );
+            return None;
+        }
+        let started = Instant::now();
+        match stage() {
+            Ok(staged) => Some((staged, started.elapsed())),
+            Err(e) => {
+                tracing::debug!(device = self.ordinal, error = %e, "upload ahead failed; the region uploads");
+                None
+            }
+        }
     }
 
     fn decline(&self, reason: String, input: ProverInput) -> BackendError {
@@ -232,12 +368,22 @@ impl CudaBackend {
             tuning: self.tuning,
         };
         timings.prepare = started.elapsed();
+        let ahead = match (self.resident_srs(params), self.resident_r1cs(r1cs)) {
+            (Some(srs), Some(gpu_r1cs)) => self.upload_ahead(
+                staged_witness_bytes(r1cs.num_inputs(), r1cs.num_aux()),
+                witness_working_set(r1cs.num_inputs(), r1cs.num_aux(), domain.size()),
+                || srs.stage_witness(&gpu_r1cs, &region_input),
+            ),
+            _ => None,
+        };
 
         let waited = Instant::now();
         let mut resident = lock(&self.lock);
         timings.lock_wait = waited.elapsed();
         let region = Instant::now();
-        let srs = match ensure_resident(self, &mut resident, params, domain.size(), self.residency) {
+        let srs = ensure_resident(self, &mut resident, params, domain.size(), self.residency);
+        self.publish(&resident);
+        let srs = match srs {
             Ok(srs) => srs,
             Err(reason) => {
                 drop(resident);
@@ -251,14 +397,23 @@ impl CudaBackend {
                 "parameters streamed from the host".into(),
             ));
         }
-        let gpu_r1cs = match ensure_r1cs(self, &mut resident, r1cs, domain.size()) {
+        let gpu_r1cs = ensure_r1cs(self, &mut resident, r1cs, domain.size());
+        self.publish(&resident);
+        let gpu_r1cs = match gpu_r1cs {
             Ok(gpu_r1cs) => gpu_r1cs,
             Err(reason) => {
                 drop(resident);
                 return Ok(Witnessed::HostPath(input, reason));
             }
         };
-        let output = srs.prove_witness(&gpu_r1cs, &region_input);
+        let output = match ahead {
+            Some((staged, took)) => {
+                timings.upload = took;
+                timings.upload_ahead = true;
+                srs.prove_witness_staged(&gpu_r1cs, &region_input, staged)
+            }
+            None => srs.prove_witness(&gpu_r1cs, &region_input),
+        };
         drop(resident);
         timings.gpu_region = region.elapsed();
         let WitnessOutput { region: out, small } = match output {
@@ -266,7 +421,9 @@ impl CudaBackend {
             Err(e) => return Err(self.decline(format!("CUDA error: {e}"), input)),
         };
         let t = out.timings;
-        timings.upload = t.upload;
+        if !timings.upload_ahead {
+            timings.upload = t.upload;
+        }
         timings.abc = t.abc;
         timings.classify = t.classify;
         timings.h_fft = t.ntt;
@@ -366,11 +523,19 @@ impl CudaBackend {
             tuning: self.tuning,
         };
 
+        let ahead = self.resident_srs(params).and_then(|srs| {
+            let lg = region_input.lg_domain;
+            let reserve = partition_working_set(domain.size());
+            self.upload_ahead(staged_abc_bytes(lg), reserve, || srs.stage(&region_input))
+        });
+
         let waited = Instant::now();
         let mut resident = lock(&self.lock);
         timings.lock_wait = waited.elapsed();
         let region = Instant::now();
-        let srs = match ensure_resident(self, &mut resident, params, domain.size(), self.residency) {
+        let srs = ensure_resident(self, &mut resident, params, domain.size(), self.residency);
+        self.publish(&resident);
+        let srs = match srs {
             Ok(srs) => srs,
             Err(reason) => {
                 drop(resident);
@@ -378,7 +543,14 @@ impl CudaBackend {
             }
         };
         timings.streamed = srs.is_streamed();
-        let output = srs.prove(sections(params), &region_input);
+        let output = match ahead {
+            Some((staged, took)) => {
+                timings.upload = took;
+                timings.upload_ahead = true;
+                srs.prove_staged(sections(params), &region_input, staged)
+            }
+            None => srs.prove(sections(params), &region_input),
+        };
         drop(resident);
         timings.gpu_region = region.elapsed();
         let output = match output {
@@ -388,7 +560,9 @@ impl CudaBackend {
         let ProverInput { data, params, .. } = input;
         drop(data);
         let t = output.timings;
-        timings.upload = t.upload;
+        if !timings.upload_ahead {
+            timings.upload = t.upload;
+        }
         timings.h_fft = t.ntt;
         timings.h_msm = t.h_msm;
         timings.l_msm = t.l_msm;
@@ -476,6 +650,17 @@ fn ensure_r1cs(
     Ok(gpu)
 }
 
+/// Device bytes one host-path partition needs beyond the parameters: the
+/// larger of a, b, c (alive through the quotient) and the largest later
+/// MSM (B_G2: a window of up to 2^23 gathered points, scalars and indices
+/// at 228 bytes, with generous room for sppark's buckets and digits), plus
+/// sppark's MSM temporaries and (streamed) one chunk of points.
+fn partition_working_set(domain: usize) -> u64 {
+    let abc = 3 * domain as u64 * 32;
+    let g2_msm = (domain.min(1 << 23) as u64) * 228 + (3 << 29);
+    abc.max(g2_msm) + (1 << 30)
+}
+
 /// Device bytes the witness path needs beyond the parameters and the
 /// R1CS: the witness; then the larger of a, b, c (through the H MSM) and
 /// the classification of one MSM's scalars (the density-selected copy,
@@ -559,13 +744,7 @@ fn ensure_resident(
     *resident = None;
     let sections = sections(params);
     let section_bytes = sections.bytes();
-    // The larger of a, b, c (alive through the H MSM) and the largest later
-    // MSM (B_G2: a window of up to 2^23 gathered points, scalars and indices
-    // at 228 bytes, with generous room for sppark's buckets and digits),
-    // plus sppark's MSM temporaries and (streamed) one chunk of points.
-    let abc = 3 * domain as u64 * 32;
-    let g2_msm = (domain.min(1 << 23) as u64) * 228 + (3 << 29);
-    let working = abc.max(g2_msm) + (1 << 30);
+    let working = partition_working_set(domain);
     let free = device.free_bytes();
     let fits = section_bytes + working + VRAM_SLACK <= free;
     let streamed = match residency {

@@ -108,10 +108,11 @@ pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc:
                     partition,
                     name,
                     &format!(
-                        "lock_wait_ms={} gpu_ms={} upload_ms={} abc={} abc_ms={} classify_ms={} ntt_ms={} h_msm_ms={}",
+                        "lock_wait_ms={} gpu_ms={} upload_ms={} upload_ahead={} abc={} abc_ms={} classify_ms={} ntt_ms={} h_msm_ms={}",
                         t.lock_wait.as_millis(),
                         t.gpu_region.as_millis(),
                         t.upload.as_millis(),
+                        t.upload_ahead,
                         abc_path(t),
                         t.abc.as_millis(),
                         t.classify.as_millis(),

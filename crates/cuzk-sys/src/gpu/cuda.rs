@@ -221,10 +221,20 @@ extern "C" {
     fn cuzk_gpu_srs_drop(srs: *mut c_void);
     fn cuzk_gpu_host_register(ptr: *mut c_void, bytes: usize) -> sppark::Error;
     fn cuzk_gpu_host_unregister(ptr: *mut c_void);
+    fn cuzk_gpu_reserve(device: i32, bytes: usize, out: *mut *mut c_void) -> sppark::Error;
+    fn cuzk_gpu_stage_abc(srs: *const c_void, p: *const PartitionC, out: *mut *mut c_void) -> sppark::Error;
+    fn cuzk_gpu_stage_witness(
+        srs: *const c_void,
+        r1cs: *const c_void,
+        p: *const WitnessPartitionC,
+        out: *mut *mut c_void,
+    ) -> sppark::Error;
+    fn cuzk_gpu_staged_drop(staged: *mut c_void);
     fn cuzk_gpu_prove(
         srs: *const c_void,
         host: *const HostSectionsC,
         p: *const PartitionC,
+        staged: *mut c_void,
         out: *mut PartitionOutC,
     ) -> sppark::Error;
     fn cuzk_gpu_r1cs_create(params: *const R1csCreateC, out: *mut *mut c_void) -> sppark::Error;
@@ -241,6 +251,7 @@ extern "C" {
         srs: *const c_void,
         r1cs: *const c_void,
         p: *const WitnessPartitionC,
+        staged: *mut c_void,
         small: *mut SmallOthersC,
         out: *mut PartitionOutC,
     ) -> sppark::Error;
@@ -329,31 +340,34 @@ impl Srs {
         Ok(Self { handle })
     }
 
+    /// a, b and c to the device ahead of the region (`cuzk_gpu_stage_abc`).
+    pub(super) fn stage(&self, input: &PartitionInput<'_>) -> Result<Staged, GpuError> {
+        let c_input = partition_c(input);
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: a, b, c are valid for abc_len scalars (checked by the
+        // caller) and outlive the call, which copies them; `handle`
+        // receives the object. Only the staging buffers of the native
+        // object are shared, behind their own mutex.
+        check(unsafe { cuzk_gpu_stage_abc(self.handle, &c_input, &mut handle) })?;
+        Ok(Staged { handle })
+    }
+
     pub(super) fn prove(
         &self,
         sections: &Sections<'_>,
         input: &PartitionInput<'_>,
+        staged: Option<Staged>,
     ) -> Result<PartitionOutput, GpuError> {
-        let c_input = PartitionC {
-            a: input.a.as_ptr(),
-            b: input.b.as_ptr(),
-            c: input.c.as_ptr(),
-            abc_len: input.a.len(),
-            lg_domain: input.lg_domain,
-            z_inv: input.z_inv,
-            l: MsmPlanC::new(&input.l),
-            a_aux: MsmPlanC::new(&input.a_aux),
-            b_aux: MsmPlanC::new(&input.b_aux),
-            tuning: TuningC {
-                stream_chunk: input.tuning.stream_chunk,
-                msm_window: input.tuning.msm_window,
-            },
-        };
+        let c_input = partition_c(input);
         let host = HostSectionsC::new(sections);
         let mut out = PartitionOutC::default();
         // SAFETY: all pointers come from slices the caller checked, and
         // outlive the call.
-        check(unsafe { cuzk_gpu_prove(self.handle, &host, &c_input, &mut out) })?;
+        // `staged` (if any) was made for this device and shape (checked by
+        // the caller and again natively); the region takes its buffers.
+        let staged_handle = staged.as_ref().map_or(std::ptr::null_mut(), |s| s.handle);
+        check(unsafe { cuzk_gpu_prove(self.handle, &host, &c_input, staged_handle, &mut out) })?;
+        drop(staged);
         Ok(PartitionOutput {
             h: projective::<G1Affine>(out.h),
             l: projective::<G1Affine>(out.l),
@@ -366,23 +380,23 @@ impl Srs {
 }
 
 impl Srs {
+    /// The witness to the device ahead of the region (`cuzk_gpu_stage_witness`).
+    pub(super) fn stage_witness(&self, r1cs: &R1cs, input: &WitnessInput<'_>) -> Result<Staged, GpuError> {
+        let c_input = witness_partition_c(input);
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: the witness slices were checked against the R1CS's shape
+        // by the caller and outlive the call, which copies them.
+        check(unsafe { cuzk_gpu_stage_witness(self.handle, r1cs.handle, &c_input, &mut handle) })?;
+        Ok(Staged { handle })
+    }
+
     pub(super) fn prove_witness(
         &self,
         r1cs: &R1cs,
         input: &WitnessInput<'_>,
+        staged: Option<Staged>,
     ) -> Result<WitnessOutput, GpuError> {
-        let c_input = WitnessPartitionC {
-            inputs: input.inputs.as_ptr(),
-            aux: input.aux.as_ptr(),
-            lg_domain: input.lg_domain,
-            z_inv: input.z_inv,
-            a_offset: input.a_offset,
-            b_offset: input.b_offset,
-            tuning: TuningC {
-                stream_chunk: input.tuning.stream_chunk,
-                msm_window: input.tuning.msm_window,
-            },
-        };
+        let c_input = witness_partition_c(input);
         let mut buffers: [(Vec<u32>, Vec<Scalar>); 3] = std::array::from_fn(|_| {
             (
                 vec![0u32; MIN_DEVICE_MSM],
@@ -402,8 +416,16 @@ impl Srs {
         // by the caller and outlive the call; each small buffer holds
         // MIN_DEVICE_MSM entries, the most the device writes.
         check(unsafe {
-            cuzk_gpu_prove_witness(self.handle, r1cs.handle, &c_input, small.as_mut_ptr(), &mut out)
+            cuzk_gpu_prove_witness(
+                self.handle,
+                r1cs.handle,
+                &c_input,
+                staged.as_ref().map_or(std::ptr::null_mut(), |s| s.handle),
+                small.as_mut_ptr(),
+                &mut out,
+            )
         })?;
+        drop(staged);
         let counts: Vec<usize> = small.iter().map(|s| s.count.min(MIN_DEVICE_MSM)).collect();
         let small = std::array::from_fn(|k| {
             let (mut index, mut scalars) = std::mem::take(&mut buffers[k]);
@@ -566,4 +588,65 @@ pub(super) fn ntt(device: i32, values: &mut [Scalar], inverse: bool, coset: bool
     assert_eq!(values.len(), 1 << lg, "NTT: length not a power of two");
     // SAFETY: the slice is valid and of length 2^lg.
     check(unsafe { cuzk_gpu_ntt(device, values.as_mut_ptr(), lg, inverse, coset) })
+}
+
+fn tuning_c(tuning: &super::Tuning) -> TuningC {
+    TuningC {
+        stream_chunk: tuning.stream_chunk,
+        msm_window: tuning.msm_window,
+    }
+}
+
+fn partition_c(input: &PartitionInput<'_>) -> PartitionC {
+    PartitionC {
+        a: input.a.as_ptr(),
+        b: input.b.as_ptr(),
+        c: input.c.as_ptr(),
+        abc_len: input.a.len(),
+        lg_domain: input.lg_domain,
+        z_inv: input.z_inv,
+        l: MsmPlanC::new(&input.l),
+        a_aux: MsmPlanC::new(&input.a_aux),
+        b_aux: MsmPlanC::new(&input.b_aux),
+        tuning: tuning_c(&input.tuning),
+    }
+}
+
+fn witness_partition_c(input: &WitnessInput<'_>) -> WitnessPartitionC {
+    WitnessPartitionC {
+        inputs: input.inputs.as_ptr(),
+        aux: input.aux.as_ptr(),
+        lg_domain: input.lg_domain,
+        z_inv: input.z_inv,
+        a_offset: input.a_offset,
+        b_offset: input.b_offset,
+        tuning: tuning_c(&input.tuning),
+    }
+}
+
+/// A `cuzk_gpu_staged_t`: a partition's vectors on the device; freed when
+/// dropped (a region that used them has already taken them over).
+#[derive(Debug)]
+pub(super) struct Staged {
+    handle: *mut c_void,
+}
+
+// SAFETY: the object is device memory and sizes, with no thread affinity;
+// it is used by one call at a time (it moves into the region that uses it).
+unsafe impl Send for Staged {}
+unsafe impl Sync for Staged {}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from cuzk_gpu_stage_* and is dropped once.
+        unsafe { cuzk_gpu_staged_drop(self.handle) }
+    }
+}
+
+/// Holds `bytes` of `device`'s memory for the rest of the process (the
+/// memory cap). Never freed: the cap lasts as long as the process.
+pub(super) fn reserve(device: i32, bytes: usize) -> Result<(), GpuError> {
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: `ptr` receives a device allocation that is never freed.
+    check(unsafe { cuzk_gpu_reserve(device, bytes, &mut ptr) })
 }

@@ -305,6 +305,46 @@ impl GpuSrs {
         sections: Sections<'_>,
         input: &PartitionInput<'_>,
     ) -> Result<PartitionOutput, GpuError> {
+        self.check_partition(&sections, input)?;
+        let output = self.srs.prove(&sections, input, None)?;
+        faults::after_region()?;
+        Ok(output)
+    }
+
+    /// a, b and c of `input` copied to the device now, ahead of its region
+    /// ([`GpuSrs::prove_staged`]): the copy needs no device lock, so it runs
+    /// while another partition computes. Returns once the data has landed.
+    pub fn stage(&self, input: &PartitionInput<'_>) -> Result<Staged, GpuError> {
+        check_abc(input, self.lens[0])?;
+        let staged = self.srs.stage(input)?;
+        Ok(Staged {
+            staged,
+            device: self.device,
+            shape: StagedShape::Abc {
+                lg_domain: input.lg_domain,
+            },
+        })
+    }
+
+    /// [`GpuSrs::prove`] with a, b and c already on the device (from
+    /// [`GpuSrs::stage`] of the same input); the region frees them.
+    pub fn prove_staged(
+        &self,
+        sections: Sections<'_>,
+        input: &PartitionInput<'_>,
+        staged: Staged,
+    ) -> Result<PartitionOutput, GpuError> {
+        self.check_partition(&sections, input)?;
+        let expected = StagedShape::Abc {
+            lg_domain: input.lg_domain,
+        };
+        staged.check(self.device, expected)?;
+        let output = self.srs.prove(&sections, input, Some(staged.staged))?;
+        faults::after_region()?;
+        Ok(output)
+    }
+
+    fn check_partition(&self, sections: &Sections<'_>, input: &PartitionInput<'_>) -> Result<(), GpuError> {
         if sections.lens() != self.lens {
             return Err(GpuError::Invalid(format!(
                 "sections of {:?} points, made for {:?}",
@@ -312,29 +352,120 @@ impl GpuSrs {
                 self.lens
             )));
         }
-        let n = 1usize.checked_shl(input.lg_domain).unwrap_or(0);
-        if n == 0 || input.lg_domain > 31 {
-            return Err(GpuError::Invalid(format!("bad domain 2^{}", input.lg_domain)));
-        }
-        if input.a.len() != input.b.len() || input.a.len() != input.c.len() || input.a.len() > n {
-            return Err(GpuError::Invalid(
-                "a, b, c lengths differ or exceed the domain".into(),
-            ));
-        }
-        if self.lens[0] + 1 != n {
-            return Err(GpuError::Invalid(format!(
-                "H section has {} points, domain {n}",
-                self.lens[0]
-            )));
-        }
+        check_abc(input, self.lens[0])?;
         check_plan("L", &input.l, self.lens[1])?;
         check_plan("A", &input.a_aux, self.lens[2])?;
         check_plan("B_G1", &input.b_aux, self.lens[3])?;
         check_plan("B_G2", &input.b_aux, self.lens[4])?;
-        let output = self.srs.prove(&sections, input)?;
-        faults::after_region()?;
-        Ok(output)
+        Ok(())
     }
+}
+
+/// The domain, a, b and c of `input` against an H section of `h_points`.
+fn check_abc(input: &PartitionInput<'_>, h_points: usize) -> Result<(), GpuError> {
+    let n = 1usize.checked_shl(input.lg_domain).unwrap_or(0);
+    if n == 0 || input.lg_domain > 31 {
+        return Err(GpuError::Invalid(format!("bad domain 2^{}", input.lg_domain)));
+    }
+    if input.a.len() != input.b.len() || input.a.len() != input.c.len() || input.a.len() > n {
+        return Err(GpuError::Invalid(
+            "a, b, c lengths differ or exceed the domain".into(),
+        ));
+    }
+    if h_points + 1 != n {
+        return Err(GpuError::Invalid(format!(
+            "H section has {h_points} points, domain {n}"
+        )));
+    }
+    Ok(())
+}
+
+/// What a [`Staged`] holds, to match it with the region that uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StagedShape {
+    /// a, b and c, each over the domain 2^lg_domain.
+    Abc { lg_domain: u32 },
+    /// A witness of this many inputs and aux variables.
+    Witness { inputs: usize, aux: usize },
+}
+
+/// A partition's vectors copied to the device ahead of its CUDA region
+/// ([`GpuSrs::stage`], [`GpuSrs::stage_witness`]), so that the copy runs
+/// outside the device lock while another partition computes. Freed when
+/// dropped; the region that uses it takes its memory over.
+#[derive(Debug)]
+pub struct Staged {
+    staged: backend::Staged,
+    device: usize,
+    shape: StagedShape,
+}
+
+impl Staged {
+    /// Device memory it holds.
+    pub fn bytes(&self) -> u64 {
+        match self.shape {
+            StagedShape::Abc { lg_domain } => staged_abc_bytes(lg_domain),
+            StagedShape::Witness { inputs, aux } => staged_witness_bytes(inputs, aux),
+        }
+    }
+
+    /// The device holding it.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+
+    fn check(&self, device: usize, expected: StagedShape) -> Result<(), GpuError> {
+        if self.device != device || self.shape != expected {
+            return Err(GpuError::Invalid(format!(
+                "staged {:?} on GPU {}, the region needs {expected:?} on GPU {device}",
+                self.shape, self.device
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Device bytes of a staged host-path partition: a, b and c over 2^lg.
+pub fn staged_abc_bytes(lg_domain: u32) -> u64 {
+    3 * 32 * (1u64 << lg_domain.min(40))
+}
+
+/// Device bytes of a staged witness.
+pub fn staged_witness_bytes(inputs: usize, aux: usize) -> u64 {
+    32 * (inputs as u64 + aux as u64)
+}
+
+/// Makes `device` look like a card of `cap_bytes` for the rest of the
+/// process: the memory beyond the cap is allocated and held, so every later
+/// allocation (ours, sppark's, another library's in this process) sees the
+/// smaller card. For running the small-card paths (streamed parameters) on
+/// a large card. Applied once per device; a second call changes nothing.
+/// Returns whether this call applied it.
+pub fn cap_memory(device: usize, cap_bytes: u64) -> Result<bool, GpuError> {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static CAPPED: OnceLock<Mutex<HashSet<usize>>> = OnceLock::new();
+    let mut capped = CAPPED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if capped.contains(&device) {
+        return Ok(false);
+    }
+    let info = device_info(device)?;
+    let used = info.total_bytes.saturating_sub(info.free_bytes);
+    if cap_bytes <= used || cap_bytes >= info.total_bytes {
+        return Err(GpuError::Invalid(format!(
+            "a memory cap of {} MiB on GPU {device}: {} MiB are in use of {} MiB",
+            cap_bytes >> 20,
+            used >> 20,
+            info.total_bytes >> 20
+        )));
+    }
+    let hold = info.total_bytes - cap_bytes;
+    backend::reserve(device_ordinal(device)?, hold as usize)?;
+    capped.insert(device);
+    Ok(true)
 }
 
 /// Host memory page-locked for fast copies to any device, until dropped.
@@ -617,6 +748,31 @@ impl GpuSrs {
     /// products, the MSM scalars classified, all on the device. Resident
     /// sections only, on the R1CS's device.
     pub fn prove_witness(&self, r1cs: &GpuR1cs, input: &WitnessInput<'_>) -> Result<WitnessOutput, GpuError> {
+        self.prove_witness_with(r1cs, input, None)
+    }
+
+    /// [`GpuSrs::prove_witness`] with the witness already on the device
+    /// (from [`GpuSrs::stage_witness`] of the same input).
+    pub fn prove_witness_staged(
+        &self,
+        r1cs: &GpuR1cs,
+        input: &WitnessInput<'_>,
+        staged: Staged,
+    ) -> Result<WitnessOutput, GpuError> {
+        let expected = StagedShape::Witness {
+            inputs: input.inputs.len(),
+            aux: input.aux.len(),
+        };
+        staged.check(self.device, expected)?;
+        self.prove_witness_with(r1cs, input, Some(staged))
+    }
+
+    fn prove_witness_with(
+        &self,
+        r1cs: &GpuR1cs,
+        input: &WitnessInput<'_>,
+        staged: Option<Staged>,
+    ) -> Result<WitnessOutput, GpuError> {
         if self.streamed || r1cs.device != self.device {
             return Err(GpuError::Invalid(
                 "the witness path needs resident parameters on the R1CS's device".into(),
@@ -640,8 +796,30 @@ impl GpuSrs {
                 self.lens, r1cs.num_aux, r1cs.a_aux_ones, r1cs.b_aux_ones
             )));
         }
-        let output = self.srs.prove_witness(&r1cs.r1cs, input)?;
+        let output = self
+            .srs
+            .prove_witness(&r1cs.r1cs, input, staged.map(|s| s.staged))?;
         faults::after_region()?;
         Ok(output)
+    }
+
+    /// The witness of `input` copied to the device now, ahead of its region
+    /// ([`GpuSrs::prove_witness_staged`]), outside the device lock.
+    pub fn stage_witness(&self, r1cs: &GpuR1cs, input: &WitnessInput<'_>) -> Result<Staged, GpuError> {
+        if r1cs.device != self.device {
+            return Err(GpuError::Invalid(
+                "parameters and R1CS on different devices".into(),
+            ));
+        }
+        r1cs.check_witness(input.inputs, input.aux)?;
+        let staged = self.srs.stage_witness(&r1cs.r1cs, input)?;
+        Ok(Staged {
+            staged,
+            device: self.device,
+            shape: StagedShape::Witness {
+                inputs: input.inputs.len(),
+                aux: input.aux.len(),
+            },
+        })
     }
 }

@@ -26,20 +26,38 @@ impl Srs {
         Err(GpuError::Disabled)
     }
 
+    pub(super) fn stage(&self, _input: &PartitionInput<'_>) -> Result<Staged, GpuError> {
+        match *self {}
+    }
+
     pub(super) fn prove(
         &self,
         _sections: &Sections<'_>,
         _input: &PartitionInput<'_>,
+        _staged: Option<Staged>,
     ) -> Result<PartitionOutput, GpuError> {
         match *self {}
     }
 }
 
+/// Never made: only an [`Srs`] stages, and none exists.
+#[derive(Debug)]
+pub(super) enum Staged {}
+
+pub(super) fn reserve(_device: i32, _bytes: usize) -> Result<(), GpuError> {
+    Err(GpuError::Disabled)
+}
+
 impl Srs {
+    pub(super) fn stage_witness(&self, _r1cs: &R1cs, _input: &WitnessInput<'_>) -> Result<Staged, GpuError> {
+        match *self {}
+    }
+
     pub(super) fn prove_witness(
         &self,
         _r1cs: &R1cs,
         _input: &WitnessInput<'_>,
+        _staged: Option<Staged>,
     ) -> Result<WitnessOutput, GpuError> {
         match *self {}
     }
