@@ -40,6 +40,13 @@ pub struct BenchArgs {
     /// side by side, from the host's a, b, c (issue 13).
     #[arg(long)]
     witness: bool,
+    /// Then this many partitions per size from two threads on one device
+    /// (parameters resident), once with each partition's a, b, c uploaded
+    /// inside its CUDA region and once uploaded ahead of it, while the
+    /// other thread's region runs: partitions per second, side by side.
+    /// 0: skip. Holds three partitions' assignments in host memory.
+    #[arg(long, default_value_t = 0)]
+    throughput: usize,
     /// Also write the figures, with the build and the host, as JSON
     /// (docs/bench/SCHEMA.md).
     #[arg(long, value_name = "FILE")]
@@ -90,6 +97,13 @@ struct GpuRow {
     host_bytes_in_flight: Option<u64>,
     /// Witness mode: the device path was declined and the host path ran.
     took_host_path: Option<bool>,
+    /// `--throughput`: wall ms per partition from two threads, by where
+    /// a, b, c were uploaded ("upload_in_region", "upload_ahead").
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    throughput_ms_per_partition: BTreeMap<String, f64>,
+    /// `--throughput`: the median CUDA region (lock held) in those runs.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    throughput_region_ms: BTreeMap<String, f64>,
 }
 
 /// The median of each phase, by name.
@@ -259,6 +273,21 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
             equals_reference: cpu_bytes.map(|cpu| cpu == ours_bytes),
             ..GpuRow::default()
         };
+        if args.throughput > 0 {
+            for ahead in [false, true] {
+                let (per, region) = throughput(&gpu, &assignment, &params, args.throughput, ahead)?;
+                println!(
+                    "2^{k} throughput, two threads, {} partitions, upload {}: {:.0} ms/partition (CUDA region median {:.0} ms)",
+                    args.throughput,
+                    if ahead { "ahead of the region" } else { "in the region" },
+                    ms(per),
+                    ms(region)
+                );
+                let key = if ahead { "upload_ahead" } else { "upload_in_region" };
+                row.throughput_ms_per_partition.insert(key.into(), ms(per));
+                row.throughput_region_ms.insert(key.into(), ms(region));
+            }
+        }
         drop(gpu);
 
         let mut theirs = None;
@@ -300,6 +329,51 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         }
     }
     json.write(&results)
+}
+
+/// `count` partitions of `assignment` from two threads on `gpu`: wall time
+/// per partition and the median CUDA region, uploading ahead or not.
+fn throughput(
+    gpu: &CudaBackend,
+    assignment: &ProvingAssignment,
+    params: &Arc<ProvingParameters>,
+    count: usize,
+    ahead: bool,
+) -> anyhow::Result<(Duration, Duration)> {
+    gpu.set_upload_ahead(ahead);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let started = Instant::now();
+    let regions = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| -> anyhow::Result<Vec<(Duration, bool)>> {
+                    let mut regions = Vec::new();
+                    while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < count {
+                        let randomness = Randomness::Fixed {
+                            r: Scalar::from(7u64),
+                            s: Scalar::from(11u64),
+                        };
+                        let (_, t) = gpu_proof(gpu, assignment.clone(), params, randomness)?;
+                        regions.push((t.gpu_region, t.upload_ahead));
+                    }
+                    Ok(regions)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a throughput thread panicked"))
+            .collect::<anyhow::Result<Vec<_>>>()
+    })?;
+    let per = started.elapsed() / count as u32;
+    gpu.set_upload_ahead(true);
+    let regions: Vec<(Duration, bool)> = regions.into_iter().flatten().collect();
+    let uploaded_ahead = regions.iter().filter(|r| r.1).count();
+    if ahead && uploaded_ahead == 0 {
+        bail!("no partition was uploaded ahead (no room on the device?)");
+    }
+    println!("  {uploaded_ahead} of {count} partitions uploaded ahead");
+    Ok((per, median(regions.into_iter().map(|r| r.0).collect())))
 }
 
 fn supraseal_run(

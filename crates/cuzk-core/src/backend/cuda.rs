@@ -30,6 +30,7 @@ use cuzk_sys::gpu::{
 };
 use ff::{Field, PrimeField};
 use group::prime::PrimeCurveAffine;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
@@ -80,6 +81,9 @@ pub struct CudaBackend {
     /// the pinned buffers), and each one's memory check sees the last one's
     /// allocation.
     staging: Mutex<()>,
+    /// Whether partitions are copied ahead at all (on unless a benchmark
+    /// turns it off to measure the difference).
+    upload_ahead: AtomicBool,
 }
 
 /// The device objects of what is resident, for the upload ahead.
@@ -163,6 +167,7 @@ impl CudaBackend {
                     lock: Mutex::new(None),
                     view: Mutex::new(None),
                     staging: Mutex::new(()),
+                    upload_ahead: AtomicBool::new(true),
                 })
             })
             .collect()
@@ -181,6 +186,12 @@ impl CudaBackend {
     /// Current free memory (the static info when the query fails).
     pub fn free_bytes(&self) -> u64 {
         cuzk_sys::gpu::device_info(self.ordinal).map_or(self.info.free_bytes, |i| i.free_bytes)
+    }
+
+    /// Turns the upload ahead of the device lock on (the default) or off:
+    /// off, every partition uploads inside its region, as before issue 15.
+    pub fn set_upload_ahead(&self, on: bool) {
+        self.upload_ahead.store(on, Ordering::Relaxed);
     }
 
     /// The resident parameters' device object, when `params` are resident
@@ -218,6 +229,9 @@ impl CudaBackend {
         reserve: u64,
         stage: impl FnOnce() -> Result<Staged, GpuError>,
     ) -> Option<(Staged, std::time::Duration)> {
+        if !self.upload_ahead.load(Ordering::Relaxed) {
+            return None;
+        }
         let _slot = lock(&self.staging);
         let free = self.free_bytes();
         if bytes + reserve + VRAM_SLACK > free {
