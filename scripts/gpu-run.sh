@@ -3,12 +3,15 @@
 # here by scripts/gpu-build.sh carried in .gpu/:
 #   scripts/gpu-run.sh check            the GPU tests of cuzk-sys and cuzk-core (cargo test --features cuda)
 #   scripts/gpu-run.sh bench K...       gpu-bench at 2^K (SUPRASEAL=1: beside supraseal-c2,
-#                                       which needs a binary built with FEATURES=supraseal)
+#                                       which needs a binary built with FEATURES=supraseal;
+#                                       THROUGHPUT=N: N partitions from two threads, a, b, c
+#                                       uploaded in the region beside uploaded ahead)
 #   scripts/gpu-run.sh soak             COUNT (1000) small proofs in a row, RSS and VRAM sampled
 #   scripts/gpu-run.sh fullscale        32 GiB-shaped PoRep proofs (10 x 2^27) through the
 #                                       embedded engine, beside supraseal-c2 (FEATURES=supraseal
 #                                       build), with peaks and a timeline chart; one GPU
-#                                       (GPU=0); COUNT proofs, BUDGET GiB, SUPRASEAL_PER_CALL
+#                                       (GPU=0); COUNT proofs, BUDGET GiB, SUPRASEAL_PER_CALL;
+#                                       CUZK_GPU_MEMORY_CAP_GIB=16: as a 16 GiB card (both provers)
 #   scripts/gpu-run.sh witness          one real-structure partition's host side on this host's
 #                                       cores (real-synthesis: sequential witness, by units,
 #                                       a, b, c, bellperson's own synthesis); PROOFS (porep-32g)
@@ -45,7 +48,8 @@ case "$mode" in
   bench)
     args=()
     for k in "$@"; do args+=(--log2 "$k"); done
-    timeout "${BENCH_TIMEOUT:-420}" "$bin" gpu-bench "${args[@]}" ${SUPRASEAL:+--supraseal} --repeat "${REPEAT:-3}" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
+    timeout "${BENCH_TIMEOUT:-420}" "$bin" gpu-bench "${args[@]}" ${SUPRASEAL:+--supraseal} --repeat "${REPEAT:-3}" \
+      ${THROUGHPUT:+--throughput $THROUGHPUT} --json "$out/gpu-bench.json" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
     ;;
   soak)
     # Issue 12.10: many small proofs in a row on the GPU (embedded engine,

@@ -537,6 +537,17 @@ mod tests {
     }
 
     #[test]
+    fn the_gpu_memory_cap_is_a_size_or_none() {
+        let cap = |text: &str| toml::from_str::<Config>(text).unwrap().gpu_memory_cap();
+        assert_eq!(cap("").unwrap(), None);
+        assert_eq!(cap("[gpus]\nmemory_cap = 0").unwrap(), None);
+        assert_eq!(cap("[gpus]\nmemory_cap = \"auto\"").unwrap(), None);
+        assert_eq!(cap("[gpus]\nmemory_cap = \"16GiB\"").unwrap(), Some(16 << 30));
+        assert!(cap("[gpus]\nmemory_cap = \"512MiB\"").is_err(), "under 1 GiB is refused");
+        assert!(toml::from_str::<Config>("[gpus]\nmemory_cap = \"big\"").is_err());
+    }
+
+    #[test]
     fn example_config_parses_to_the_defaults() {
         let text =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../cuzk.example.toml")).unwrap();
