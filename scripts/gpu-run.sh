@@ -5,7 +5,8 @@
 #   scripts/gpu-run.sh bench K...       gpu-bench at 2^K (SUPRASEAL=1: beside supraseal-c2,
 #                                       which needs a binary built with FEATURES=supraseal;
 #                                       THROUGHPUT=N: N partitions from two threads, a, b, c
-#                                       uploaded in the region beside uploaded ahead)
+#                                       uploaded in the region beside uploaded ahead;
+#                                       HMSM=1: the H MSM, sppark's beside cuzk's wide kernel)
 #   scripts/gpu-run.sh soak             COUNT (1000) small proofs in a row, RSS and VRAM sampled
 #   scripts/gpu-run.sh fullscale        32 GiB-shaped PoRep proofs (10 x 2^27) through the
 #                                       embedded engine, beside supraseal-c2 (FEATURES=supraseal
@@ -49,7 +50,7 @@ case "$mode" in
     args=()
     for k in "$@"; do args+=(--log2 "$k"); done
     timeout "${BENCH_TIMEOUT:-420}" "$bin" gpu-bench "${args[@]}" ${SUPRASEAL:+--supraseal} --repeat "${REPEAT:-3}" \
-      ${THROUGHPUT:+--throughput $THROUGHPUT} --json "$out/gpu-bench.json" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
+      ${THROUGHPUT:+--throughput $THROUGHPUT} ${HMSM:+--h-msm} --json "$out/gpu-bench.json" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
     ;;
   soak)
     # Issue 12.10: many small proofs in a row on the GPU (embedded engine,

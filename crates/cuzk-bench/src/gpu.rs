@@ -47,6 +47,12 @@ pub struct BenchArgs {
     /// 0: skip. Holds three partitions' assignments in host memory.
     #[arg(long, default_value_t = 0)]
     throughput: usize,
+    /// Then the H MSM alone over the resident H section, sppark's
+    /// Pippenger beside cuzk's wide-window kernel on the same points and
+    /// scalars (random ones, and the partition's own `a` as the
+    /// witness-shaped ones), results compared.
+    #[arg(long)]
+    h_msm: bool,
     /// Also write the figures, with the build and the host, as JSON
     /// (docs/bench/SCHEMA.md).
     #[arg(long, value_name = "FILE")]
@@ -104,6 +110,10 @@ struct GpuRow {
     /// `--throughput`: the median CUDA region (lock held) in those runs.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     throughput_region_ms: BTreeMap<String, f64>,
+    /// `--h-msm`: the H MSM alone, ms, keyed `sppark_random`,
+    /// `wide_random`, `sppark_witness-shaped`, `wide_witness-shaped`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    h_msm_ms: BTreeMap<String, f64>,
 }
 
 /// The median of each phase, by name.
@@ -288,7 +298,11 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
                 row.throughput_region_ms.insert(key.into(), ms(region));
             }
         }
+        let ordinal = gpu.ordinal();
         drop(gpu);
+        if args.h_msm {
+            h_msm_side_by_side(ordinal, k, &params, &assignment, &mut row)?;
+        }
 
         let mut theirs = None;
         if args.supraseal {
@@ -329,6 +343,56 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         }
     }
     json.write(&results)
+}
+
+/// The H MSM by sppark's Pippenger and by the wide kernel, side by side on
+/// the same resident H section and scalars: random, and the witness-shaped
+/// `a` of the partition (zero-padded to the section).
+fn h_msm_side_by_side(
+    ordinal: usize,
+    k: u32,
+    params: &ProvingParameters,
+    assignment: &ProvingAssignment,
+    row: &mut GpuRow,
+) -> anyhow::Result<()> {
+    use rand::SeedableRng;
+    use rayon::prelude::*;
+    let sections = cuzk_sys::gpu::Sections {
+        h: &params.h,
+        l: &params.l,
+        a: &params.a,
+        b_g1: &params.b_g1,
+        b_g2: &params.b_g2,
+    };
+    let srs = cuzk_sys::gpu::GpuSrs::upload(ordinal, sections)?;
+    let n = params.h.len();
+    let random: Vec<Scalar> = (0..n.div_ceil(1 << 16))
+        .into_par_iter()
+        .flat_map_iter(|chunk| {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(chunk as u64);
+            let len = (n - chunk * (1 << 16)).min(1 << 16);
+            (0..len).map(move |_| <Scalar as ff::Field>::random(&mut rng))
+        })
+        .collect();
+    let mut shaped = assignment.a.clone();
+    shaped.resize(n, Scalar::from(0u64));
+    for (label, scalars) in [("random", &random), ("witness-shaped", &shaped)] {
+        srs.compare_h_msm(scalars)?; // warm-up
+        let ((theirs, t_theirs), (ours, t_ours)) = srs.compare_h_msm(scalars)?;
+        println!(
+            "2^{k} H MSM, {n} points, {label} scalars: sppark {:.0} ms, cuzk wide {:.0} ms ({:.2}x), results equal: {}",
+            ms(t_theirs),
+            ms(t_ours),
+            ms(t_theirs) / ms(t_ours),
+            theirs == ours
+        );
+        if theirs != ours {
+            bail!("2^{k}: the wide H MSM differs from sppark's ({label} scalars)");
+        }
+        row.h_msm_ms.insert(format!("sppark_{label}"), ms(t_theirs));
+        row.h_msm_ms.insert(format!("wide_{label}"), ms(t_ours));
+    }
+    Ok(())
 }
 
 /// `count` partitions of `assignment` from two threads on `gpu`: wall time

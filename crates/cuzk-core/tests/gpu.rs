@@ -198,6 +198,7 @@ fn windowed_msms_equal_the_cpu_backend() {
     let tuning = Tuning {
         stream_chunk: 0,
         msm_window: 1 << 13,
+        ..Default::default()
     };
     let Some(gpu) = gpu(Residency::Device, tuning) else {
         return;
@@ -219,6 +220,7 @@ fn streamed_parameters_equal_the_cpu_backend() {
             Tuning {
                 stream_chunk: 1 << 14,
                 msm_window: 0,
+                ..Default::default()
             },
         ),
         (
@@ -226,6 +228,7 @@ fn streamed_parameters_equal_the_cpu_backend() {
             Tuning {
                 stream_chunk: 1 << 12,
                 msm_window: 1 << 13,
+                ..Default::default()
             },
         ),
     ];
@@ -433,6 +436,7 @@ fn windowed_witness_path_msms_equal_the_cpu_backend() {
     let tuning = Tuning {
         stream_chunk: 0,
         msm_window: 1 << 13,
+        ..Default::default()
     };
     let Some(gpu) = gpu(Residency::Device, tuning) else {
         return;

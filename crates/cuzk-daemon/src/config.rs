@@ -543,7 +543,10 @@ mod tests {
         assert_eq!(cap("[gpus]\nmemory_cap = 0").unwrap(), None);
         assert_eq!(cap("[gpus]\nmemory_cap = \"auto\"").unwrap(), None);
         assert_eq!(cap("[gpus]\nmemory_cap = \"16GiB\"").unwrap(), Some(16 << 30));
-        assert!(cap("[gpus]\nmemory_cap = \"512MiB\"").is_err(), "under 1 GiB is refused");
+        assert!(
+            cap("[gpus]\nmemory_cap = \"512MiB\"").is_err(),
+            "under 1 GiB is refused"
+        );
         assert!(toml::from_str::<Config>("[gpus]\nmemory_cap = \"big\"").is_err());
     }
 

@@ -94,7 +94,14 @@ struct cuzk_msm_plan_t {
 struct cuzk_tuning_t {
     size_t stream_chunk;           // points per streamed chunk
     size_t msm_window;             // most "other" points per Pippenger MSM
+    uint32_t h_msm;                // H MSM kernel: H_MSM_AUTO, _SPPARK or _WIDE
 };
+
+// Which kernel computes the H MSM over resident points: cuzk's wide-window
+// MSM (cuda/msm_wide.cuh) when device memory has room for it (auto), or
+// always sppark's Pippenger, or always the wide one (failing without room).
+// Streamed parameters always use sppark's, which streams the points.
+enum { H_MSM_AUTO = 0, H_MSM_SPPARK = 1, H_MSM_WIDE = 2 };
 
 struct cuzk_partition_t {
     const scalar_t* a;             // Montgomery, abc_len each
@@ -434,6 +441,7 @@ struct stopwatch_t {
 };
 
 #include "r1cs.cuh"
+#include "msm_wide.cuh"
 
 // ---- kernels ----
 
@@ -754,6 +762,21 @@ static void to_coset(stream_t& work, fr_t* d, uint32_t lg)
     NTT::Base_dev_ptr(work, d, lg, Order::RN, NTT::Direction::forward, NTT::Type::coset);
 }
 
+// Whether the H MSM over n resident points takes the wide kernel.
+static bool use_wide_h(uint32_t h_kernel, size_t n)
+{
+    if (h_kernel == H_MSM_SPPARK)
+        return false;
+    if (h_kernel == H_MSM_WIDE)
+        return true;
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return wide_msm::working_bytes(n) + ((size_t)1 << 30) <= free_b;
+}
+
 // With a, b, c on the coset (device memory, 2^lg each): H's coefficients
 // in d[0] by the quotient and an inverse coset NTT (ms.ntt), then the H MSM
 // (ms.h_msm). b and c are freed once the quotient has read them, so the
@@ -763,7 +786,7 @@ static void to_coset(stream_t& work, fr_t* d, uint32_t lg)
 // place (a raw pointer would be taken for host memory).
 static RustError quotient_and_h(const gpu_t& gpu, const cuzk_gpu_srs_t* srs,
                                 const affine_t* h_host, gpu_ptr_t<fr_t> (&d)[3],
-                                uint32_t lg, const fr_t& z_inv,
+                                uint32_t lg, const fr_t& z_inv, uint32_t h_kernel,
                                 cuzk_partition_out_t* out, stopwatch_t& clock)
 {
     size_t n = (size_t)1 << lg;
@@ -777,6 +800,12 @@ static RustError quotient_and_h(const gpu_t& gpu, const cuzk_gpu_srs_t* srs,
     release(d[2]);
     out->ms.ntt = clock.lap();
 
+    if (!srs->streamed && use_wide_h(h_kernel, n - 1)) {
+        out->h = wide_msm::msm((const affine_h*)(const affine_t*)srs->h, d[0], n - 1,
+                               true, work, gpu.sm_count());
+        out->ms.h_msm = clock.lap();
+        return RustError{cudaSuccess};
+    }
     msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n - 1};
     // Device points: sppark's resident path; host points: its batched,
     // double-buffered upload (scalars already on the device either way).
@@ -906,7 +935,7 @@ CUZK_TRY
             out->ms.upload = clock.lap();
         }
         RustError err = quotient_and_h(gpu, srs, h_points, d, p->lg_domain,
-                                       p->z_inv, out, clock);
+                                       p->z_inv, p->tuning.h_msm, out, clock);
         if (err.code != cudaSuccess)
             return err;
     }
@@ -1096,7 +1125,7 @@ CUZK_TRY
         for (int k = 0; k < 3; k++)
             to_coset(gpu[0], abc[k], p->lg_domain);
         RustError err = quotient_and_h(gpu, srs, nullptr, d, p->lg_domain,
-                                       p->z_inv, out, clock);
+                                       p->z_inv, p->tuning.h_msm, out, clock);
         if (err.code != cudaSuccess)
             return err;
     }
@@ -1145,6 +1174,60 @@ CUZK_TRY
     set_device(device);
     msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n, BLST_P1_AFFINE_SZ, device};
     return msm.invoke(*out, (const affine_t*)points, n, scalars, true, BLST_P1_AFFINE_SZ);
+CUZK_CATCH
+}
+
+// Dense G1 MSM with host points and Montgomery scalars through the wide
+// kernel (the H MSM's), for the checks against blst.
+extern "C" RustError cuzk_gpu_msm_g1_wide(int device, const void* points,
+                                          const scalar_t* scalars, size_t n,
+                                          point_t* out)
+{
+CUZK_TRY
+    set_device(device);
+    const gpu_t& gpu = select_gpu(device);
+    stream_t& s = gpu[0];
+    dev_ptr_t<affine_h> d_points{n, s};
+    dev_ptr_t<fr_t> d_scalars{n, s};
+    if (n) {
+        CUDA_OK(cudaMemcpyAsync(&d_points[0], points, n * sizeof(affine_h), cudaMemcpyHostToDevice, s));
+        CUDA_OK(cudaMemcpyAsync(&d_scalars[0], scalars, n * sizeof(fr_t), cudaMemcpyHostToDevice, s));
+    }
+    *out = wide_msm::msm(&d_points[0], &d_scalars[0], n, true, s, gpu.sm_count());
+    s.sync();
+    return RustError{cudaSuccess};
+CUZK_CATCH
+}
+
+// The H MSM over `srs`'s resident H section and n host scalars
+// (Montgomery), by sppark's Pippenger (out[0], ms[0]) and by the wide
+// kernel (out[1], ms[1]), one after the other on the same device data.
+extern "C" RustError cuzk_gpu_h_msm_compare(const cuzk_gpu_srs_t* srs,
+                                            const scalar_t* scalars, size_t n,
+                                            point_t out[2], double ms[2])
+{
+CUZK_TRY
+    if (srs->streamed || n > srs->nh)
+        return RustError{cudaErrorInvalidValue, "needs resident parameters and at most the H points"};
+    set_device(srs->device);
+    const gpu_t& gpu = select_gpu(srs->device);
+    stream_t& s = gpu[0];
+    gpu_ptr_t<fr_t> d_scalars = device_alloc<fr_t>(n);
+    s.HtoD((fr_t*)d_scalars, scalars, n);
+    s.sync();
+    stopwatch_t clock;
+    {
+        msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n};
+        RustError err = msm.invoke(out[0], srs->h, n, d_scalars, true);
+        if (err.code != cudaSuccess)
+            return err;
+    }
+    ms[0] = clock.lap();
+    out[1] = wide_msm::msm((const affine_h*)(const affine_t*)srs->h, d_scalars, n, true, s,
+                           gpu.sm_count());
+    s.sync();
+    ms[1] = clock.lap();
+    return RustError{cudaSuccess};
 CUZK_CATCH
 }
 

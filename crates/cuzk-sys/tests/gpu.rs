@@ -36,6 +36,10 @@ fn device(test: &str) -> Option<MutexGuard<'static, ()>> {
     Some(DEVICE.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
+/// G1 MSMs through the wide kernel instead of sppark's (set by the wide
+/// test while it holds the device, so no other test sees it).
+static WIDE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
 }
@@ -82,7 +86,11 @@ impl TestGroup for G1Affine {
         out
     }
     fn gpu_msm(device: usize, points: &[Self], scalars: &[Scalar]) -> Result<G1Projective, GpuError> {
-        gpu::msm_g1(device, points, scalars)
+        if WIDE.load(std::sync::atomic::Ordering::SeqCst) {
+            gpu::msm_g1_wide(device, points, scalars)
+        } else {
+            gpu::msm_g1(device, points, scalars)
+        }
     }
     fn blst_msm(points: &[Self], scalars: &[Scalar]) -> G1Projective {
         cuzk_sys::g1_msm(points, &scalar_bytes(scalars)).unwrap()
@@ -206,6 +214,36 @@ fn g1_msm_matches_blst() {
     for n in G1_SIZES {
         msm_mixed::<G1Affine>(0, n);
     }
+}
+
+/// Issue 15.1: the wide-window kernel (the H MSM's) against blst, on the
+/// same edge cases and awkward sizes as sppark's, plus sizes where its
+/// window width changes (2^18 +- 1: 17 to 18 bits; 2^21 + 1: 19 bits).
+#[test]
+fn g1_wide_msm_matches_blst() {
+    let Some(_device) = device("g1_wide_msm_matches_blst") else {
+        return;
+    };
+    WIDE.store(true, std::sync::atomic::Ordering::SeqCst);
+    msm_edge_cases::<G1Affine>(0);
+    for n in G1_SIZES
+        .into_iter()
+        .chain([(1 << 18) - 1, (1 << 18) + 1, (1 << 21) + 1])
+    {
+        msm_mixed::<G1Affine>(0, n);
+    }
+    // Scalars with every window's digit at the sign boundary: 2^(c-1) - 1,
+    // 2^(c-1) and 2^c - 1 patterns carry through all windows.
+    let points = G1Affine::points(4096, 5);
+    let patterns = [
+        Scalar::from_u128(u128::MAX),
+        -Scalar::ONE,
+        -Scalar::from(2u64),
+        Scalar::from(1u64 << 16) * Scalar::from(1u64 << 16) * Scalar::from(1u64 << 16) - Scalar::ONE,
+    ];
+    let scalars: Vec<Scalar> = (0..points.len()).map(|i| patterns[i % patterns.len()]).collect();
+    check_msm(0, "sign-boundary scalars", &points, &scalars);
+    WIDE.store(false, std::sync::atomic::Ordering::SeqCst);
 }
 
 #[test]
@@ -464,6 +502,7 @@ fn partition_region_matches_blst() {
     let small = gpu::Tuning {
         stream_chunk: 1024,
         msm_window: 8192,
+        ..Default::default()
     };
     for (streamed, tuning) in [
         (false, gpu::Tuning::default()),

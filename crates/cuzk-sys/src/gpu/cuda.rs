@@ -9,7 +9,7 @@ use super::{
 };
 use crate::curve::{blst_affines, projective, BlstCurve};
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
-use blstrs::{G1Affine, G2Affine, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, Scalar};
 use std::ffi::c_void;
 use std::time::Duration;
 
@@ -42,6 +42,7 @@ impl MsmPlanC {
 struct TuningC {
     stream_chunk: usize,
     msm_window: usize,
+    h_msm: u32,
 }
 
 /// `cuzk_partition_t`.
@@ -268,6 +269,20 @@ extern "C" {
         scalars: *const Scalar,
         n: usize,
         out: *mut blst_p2,
+    ) -> sppark::Error;
+    fn cuzk_gpu_msm_g1_wide(
+        device: i32,
+        points: *const blst_p1_affine,
+        scalars: *const Scalar,
+        n: usize,
+        out: *mut blst_p1,
+    ) -> sppark::Error;
+    fn cuzk_gpu_h_msm_compare(
+        srs: *const c_void,
+        scalars: *const Scalar,
+        n: usize,
+        out: *mut blst_p1,
+        ms: *mut f64,
     ) -> sppark::Error;
     fn cuzk_gpu_ntt(device: i32, inout: *mut Scalar, lg: u32, inverse: bool, coset: bool) -> sppark::Error;
 }
@@ -594,6 +609,7 @@ fn tuning_c(tuning: &super::Tuning) -> TuningC {
     TuningC {
         stream_chunk: tuning.stream_chunk,
         msm_window: tuning.msm_window,
+        h_msm: tuning.h_msm.code(),
     }
 }
 
@@ -649,4 +665,51 @@ pub(super) fn reserve(device: i32, bytes: usize) -> Result<(), GpuError> {
     let mut ptr = std::ptr::null_mut();
     // SAFETY: `ptr` receives a device allocation that is never freed.
     check(unsafe { cuzk_gpu_reserve(device, bytes, &mut ptr) })
+}
+
+pub(super) fn msm_g1_wide(
+    device: i32,
+    points: &[G1Affine],
+    scalars: &[Scalar],
+) -> Result<G1Projective, GpuError> {
+    let mut out = blst_p1::default();
+    // SAFETY: equal-length slices (checked by the caller); the points in
+    // blst's affine layout.
+    check(unsafe {
+        cuzk_gpu_msm_g1_wide(
+            device,
+            blst_affines(points).as_ptr(),
+            scalars.as_ptr(),
+            points.len(),
+            &mut out,
+        )
+    })?;
+    Ok(projective::<G1Affine>(out))
+}
+
+impl Srs {
+    #[allow(clippy::type_complexity)]
+    pub(super) fn compare_h_msm(
+        &self,
+        scalars: &[Scalar],
+    ) -> Result<((G1Projective, Duration), (G1Projective, Duration)), GpuError> {
+        let mut out = [blst_p1::default(); 2];
+        let mut ms = [0f64; 2];
+        // SAFETY: the caller checked the length against the H section; the
+        // outputs are two points and two numbers.
+        check(unsafe {
+            cuzk_gpu_h_msm_compare(
+                self.handle,
+                scalars.as_ptr(),
+                scalars.len(),
+                out.as_mut_ptr(),
+                ms.as_mut_ptr(),
+            )
+        })?;
+        let time = |m: f64| Duration::from_secs_f64(m / 1000.0);
+        Ok((
+            (projective::<G1Affine>(out[0]), time(ms[0])),
+            (projective::<G1Affine>(out[1]), time(ms[1])),
+        ))
+    }
 }

@@ -93,6 +93,33 @@ pub struct Tuning {
     /// (default 2^24 in G1, 2^23 in G2; at least 8192, and in streamed
     /// mode at least two chunks).
     pub msm_window: usize,
+    /// Which kernel computes the H MSM over resident parameters.
+    pub h_msm: HMsmKernel,
+}
+
+/// The H MSM's kernel (resident parameters; streamed ones always use
+/// sppark's, which streams the points).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HMsmKernel {
+    /// cuzk's wide-window MSM when device memory has room for it, else
+    /// sppark's.
+    #[default]
+    Auto,
+    /// sppark's Pippenger.
+    Sppark,
+    /// cuzk's wide-window MSM (an error without room).
+    Wide,
+}
+
+impl HMsmKernel {
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    fn code(self) -> u32 {
+        match self {
+            HMsmKernel::Auto => 0,
+            HMsmKernel::Sppark => 1,
+            HMsmKernel::Wide => 2,
+        }
+    }
 }
 
 /// One partition's inputs to the CUDA region.
@@ -494,6 +521,37 @@ impl HostPin {
 /// building block exposed for the GPU checks against blst.
 pub fn msm_g1(device: usize, points: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, GpuError> {
     msm(device, points, scalars)
+}
+
+/// Dense G1 MSM on `device` with host inputs (Montgomery scalars) through
+/// cuzk's wide-window kernel, the H MSM's: for the checks against blst.
+pub fn msm_g1_wide(device: usize, points: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, GpuError> {
+    if points.len() != scalars.len() {
+        return Err(GpuError::Invalid(format!(
+            "{} points, {} scalars",
+            points.len(),
+            scalars.len()
+        )));
+    }
+    backend::msm_g1_wide(device_ordinal(device)?, points, scalars)
+}
+
+impl GpuSrs {
+    /// The H MSM over the resident H section's first `scalars.len()` points,
+    /// by sppark's Pippenger and by cuzk's wide kernel, one after the other:
+    /// (sppark's result and time, the wide kernel's result and time).
+    #[allow(clippy::type_complexity)]
+    pub fn compare_h_msm(
+        &self,
+        scalars: &[Scalar],
+    ) -> Result<((G1Projective, Duration), (G1Projective, Duration)), GpuError> {
+        if self.streamed || scalars.len() > self.lens[0] {
+            return Err(GpuError::Invalid(
+                "needs resident parameters and at most the H section's points".into(),
+            ));
+        }
+        self.srs.compare_h_msm(scalars)
+    }
 }
 
 /// Dense G2 MSM on `device` with host inputs (Montgomery scalars), through

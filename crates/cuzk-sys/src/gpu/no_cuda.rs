@@ -48,6 +48,30 @@ pub(super) fn reserve(_device: i32, _bytes: usize) -> Result<(), GpuError> {
     Err(GpuError::Disabled)
 }
 
+pub(super) fn msm_g1_wide(
+    _device: i32,
+    _points: &[blstrs::G1Affine],
+    _scalars: &[Scalar],
+) -> Result<blstrs::G1Projective, GpuError> {
+    Err(GpuError::Disabled)
+}
+
+impl Srs {
+    #[allow(clippy::type_complexity)]
+    pub(super) fn compare_h_msm(
+        &self,
+        _scalars: &[Scalar],
+    ) -> Result<
+        (
+            (blstrs::G1Projective, std::time::Duration),
+            (blstrs::G1Projective, std::time::Duration),
+        ),
+        GpuError,
+    > {
+        match *self {}
+    }
+}
+
 impl Srs {
     pub(super) fn stage_witness(&self, _r1cs: &R1cs, _input: &WitnessInput<'_>) -> Result<Staged, GpuError> {
         match *self {}
