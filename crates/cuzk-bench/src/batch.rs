@@ -884,6 +884,29 @@ fn side_by_side(args: &BatchArgs, reports: &[Report], ours: f64) -> anyhow::Resu
             .map(|o| o.proof.as_slice())
             .unwrap_or_default();
         let same = bytes == ours;
+        let differing: Vec<usize> = (0..plan.partitions())
+            .filter(|&p| bytes.get(p * 192..(p + 1) * 192) != ours.get(p * 192..(p + 1) * 192))
+            .collect();
+        if !same {
+            println!(
+                "proof {}: partitions whose bytes differ: {differing:?}",
+                report.index
+            );
+        }
+        // A digest of each side's bytes, to compare across runs (for example
+        // a capped device's proof with the same proof made uncapped).
+        let digest = |b: &[u8]| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            b.hash(&mut h);
+            h.finish()
+        };
+        println!(
+            "proof {}: digests cuzk {:016x}, supraseal-c2 {:016x}",
+            report.index,
+            digest(ours),
+            digest(&bytes)
+        );
         let calls = partitions.len().div_ceil(per_call);
         println!(
             "proof {}: {:.1}s in {calls} call(s) of {per_call} partition(s) (+{:.1}s generating the witnesses, not counted); bytes equal cuzk's: {same}",

@@ -99,7 +99,8 @@ struct cuzk_tuning_t {
 
 // Which kernel computes the H MSM over resident points: cuzk's wide-window
 // MSM (cuda/msm_wide.cuh) when device memory has room for it (auto), or
-// always sppark's Pippenger, or always the wide one (failing without room).
+// always sppark's Pippenger (the Rust side's default until the wide one
+// has run on a GPU), or always the wide one (failing without room).
 // Streamed parameters always use sppark's, which streams the points.
 enum { H_MSM_AUTO = 0, H_MSM_SPPARK = 1, H_MSM_WIDE = 2 };
 
