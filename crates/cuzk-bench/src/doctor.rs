@@ -631,7 +631,27 @@ fn visible_gpus(host: &HostInfo, config: &Config) -> Vec<GpuInfo> {
             .filter_map(|&ordinal| gpus.get(ordinal as usize).cloned())
             .collect();
     }
+    // `[gpus] memory_cap` (or the environment's when unset): the daemon uses
+    // each card as one of that size, so it is sized against that.
+    let cap = config
+        .gpu_memory_cap()
+        .ok()
+        .flatten()
+        .or_else(cuzk_core::backend::memory_cap_from_env);
+    if let Some(cap) = cap {
+        gpus.iter_mut().for_each(|g| cap_gpu(g, cap));
+    }
     gpus
+}
+
+/// `gpu` as a card of `cap` bytes: the memory above the cap is held, so the
+/// free memory shrinks by as much.
+fn cap_gpu(gpu: &mut GpuInfo, cap: u64) {
+    if cap < gpu.memory_total_bytes {
+        let held = gpu.memory_total_bytes - cap;
+        gpu.memory_free_bytes = gpu.memory_free_bytes.saturating_sub(held);
+        gpu.memory_total_bytes = cap;
+    }
 }
 
 fn gpu_check(host: &HostInfo, config: &Config, gpus: &[GpuInfo]) -> Check {
@@ -1397,6 +1417,34 @@ mod tests {
             "{}",
             gib(need.streamed)
         );
+    }
+
+    #[test]
+    fn a_memory_cap_sizes_the_gpu_as_the_smaller_card() {
+        let h200 = GpuInfo {
+            index: 0,
+            name: "NVIDIA H200".into(),
+            memory_total_bytes: 141 * GIB,
+            memory_free_bytes: 140 * GIB,
+            pci_bus_id: String::new(),
+        };
+        let host = HostInfo {
+            gpus: vec![h200],
+            ..HostInfo::default()
+        };
+        let mut config = Config::default();
+        config.gpus.memory_cap = ByteSize::Bytes(16 * GIB);
+        let gpus = visible_gpus(&host, &config);
+        assert_eq!(gpus[0].memory_total_bytes, 16 * GIB);
+        assert_eq!(
+            gpus[0].memory_free_bytes,
+            15 * GIB,
+            "what was in use stays in use"
+        );
+        // A cap above the card changes nothing.
+        let mut big = host.gpus[0].clone();
+        cap_gpu(&mut big, 200 * GIB);
+        assert_eq!(big, host.gpus[0]);
     }
 
     #[test]

@@ -40,6 +40,19 @@ pub use cuzk_sys::gpu::{GpuError, Tuning};
 /// [`CudaBackend::detect_capped`]).
 pub const MEMORY_CAP_VAR: &str = "CUZK_GPU_MEMORY_CAP_GIB";
 
+/// The memory cap `CUZK_GPU_MEMORY_CAP_GIB` asks for, in bytes (`None`
+/// when unset, or not a positive number, which is logged).
+pub fn memory_cap_from_env() -> Option<u64> {
+    let value = std::env::var(MEMORY_CAP_VAR).ok()?;
+    match value.trim().parse::<f64>() {
+        Ok(gib) if gib > 0.0 => Some((gib * (1u64 << 30) as f64) as u64),
+        _ => {
+            tracing::warn!(value, "{MEMORY_CAP_VAR} is not a positive number of GiB; ignored");
+            None
+        }
+    }
+}
+
 /// Device memory kept free beyond the resident parameters and one
 /// partition's working set (NTT and MSM temporaries, the CUDA context).
 const VRAM_SLACK: u64 = 2 << 30;
@@ -112,19 +125,7 @@ impl CudaBackend {
     /// The environment variable `CUZK_GPU_MEMORY_CAP_GIB` caps each device's
     /// memory as [`CudaBackend::detect_capped`] does.
     pub fn detect(only: &[u32], residency: Residency, tuning: Tuning) -> Vec<CudaBackend> {
-        let cap = std::env::var(MEMORY_CAP_VAR)
-            .ok()
-            .and_then(|v| match v.trim().parse::<f64>() {
-                Ok(gib) if gib > 0.0 => Some((gib * (1u64 << 30) as f64) as u64),
-                _ => {
-                    tracing::warn!(
-                        value = v,
-                        "{MEMORY_CAP_VAR} is not a positive number of GiB; ignored"
-                    );
-                    None
-                }
-            });
-        Self::detect_capped(only, residency, tuning, cap)
+        Self::detect_capped(only, residency, tuning, memory_cap_from_env())
     }
 
     /// [`CudaBackend::detect`] with each device's memory capped at
