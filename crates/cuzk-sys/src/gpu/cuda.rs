@@ -581,12 +581,22 @@ pub(super) fn msm<C: GpuCurve>(
     points: &[C],
     scalars: &[Scalar],
 ) -> Result<C::Projective, GpuError> {
+    msm_by::<C>(C::MSM, device, points, scalars)
+}
+
+/// A dense MSM of host inputs through `kernel` (sppark's, or the wide one).
+fn msm_by<C: GpuCurve>(
+    kernel: MsmFn<C>,
+    device: i32,
+    points: &[C],
+    scalars: &[Scalar],
+) -> Result<C::Projective, GpuError> {
     // The caller checks this; the FFI call relies on it.
     assert_eq!(points.len(), scalars.len(), "GPU MSM: length mismatch");
     let mut out = C::BlstPoint::default();
     // SAFETY: equal-length slices; the points in blst's affine layout.
     check(unsafe {
-        C::MSM(
+        kernel(
             device,
             blst_affines(points).as_ptr(),
             scalars.as_ptr(),
@@ -672,19 +682,7 @@ pub(super) fn msm_g1_wide(
     points: &[G1Affine],
     scalars: &[Scalar],
 ) -> Result<G1Projective, GpuError> {
-    let mut out = blst_p1::default();
-    // SAFETY: equal-length slices (checked by the caller); the points in
-    // blst's affine layout.
-    check(unsafe {
-        cuzk_gpu_msm_g1_wide(
-            device,
-            blst_affines(points).as_ptr(),
-            scalars.as_ptr(),
-            points.len(),
-            &mut out,
-        )
-    })?;
-    Ok(projective::<G1Affine>(out))
+    msm_by::<G1Affine>(cuzk_gpu_msm_g1_wide, device, points, scalars)
 }
 
 impl Srs {
