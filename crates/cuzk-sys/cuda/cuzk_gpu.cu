@@ -98,9 +98,9 @@ struct cuzk_tuning_t {
 };
 
 // Which kernel computes the H MSM over resident points: cuzk's wide-window
-// MSM (cuda/msm_wide.cuh) when device memory has room for it (auto), or
-// always sppark's Pippenger (the Rust side's default until the wide one
-// has run on a GPU), or always the wide one (failing without room).
+// MSM (cuda/msm_wide.cuh) at the sizes where it is the faster, when device
+// memory has room for it (auto, the Rust side's default), or always
+// sppark's Pippenger, or always the wide one (failing without room).
 // Streamed parameters always use sppark's, which streams the points.
 enum { H_MSM_AUTO = 0, H_MSM_SPPARK = 1, H_MSM_WIDE = 2 };
 
@@ -763,13 +763,21 @@ static void to_coset(stream_t& work, fr_t* d, uint32_t lg)
     NTT::Base_dev_ptr(work, d, lg, Order::RN, NTT::Direction::forward, NTT::Type::coset);
 }
 
-// Whether the H MSM over n resident points takes the wide kernel.
+// Whether the H MSM over n resident points takes the wide kernel. Auto
+// takes it from 2^25 - 1 points, with room for its working set: measured
+// on an H200 (BENCHMARKS.md, issue 15) it is faster than sppark's at 2^26
+// and 2^27 points and slower at 2^24, where its 13 windows' fixed costs
+// (sort passes, reduction) weigh more.
+static const size_t WIDE_H_MIN_POINTS = ((size_t)1 << 25) - 1;
+
 static bool use_wide_h(uint32_t h_kernel, size_t n)
 {
     if (h_kernel == H_MSM_SPPARK)
         return false;
     if (h_kernel == H_MSM_WIDE)
         return true;
+    if (n < WIDE_H_MIN_POINTS)
+        return false;
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
         (void)cudaGetLastError();

@@ -12,8 +12,9 @@
 //      (point index, sign in bit 31);
 //   2. CUB's radix sort of the pairs by key, so each bucket's points are
 //      one run;
-//   3. accumulate: one thread per bucket sums its run in XYZZ coordinates
-//      (sppark's bucket type and mixed addition);
+//   3. accumulate: one thread per chunk of the sorted pairs sums its runs
+//      in XYZZ coordinates (sppark's bucket type and mixed addition), the
+//      runs cut by chunk edges summed again level by level;
 //   4. reduce: sum_k (k + 1) B_k by segments of SEG buckets (running sums
 //      from the top), each segment's result raised by its offset, then the
 //      segments of a window summed in groups on the device;
@@ -28,8 +29,13 @@
 
 namespace wide_msm {
 
-static const uint32_t SEG = 128;        // buckets per reduction segment
-static const uint32_t GROUP = 64;       // segments summed per group thread
+// The reduction is latency bound (each thread's additions depend on each
+// other), so it wants many short threads: segments of 32 buckets (2^16
+// threads at 2^21 buckets; 128 left 2^12 threads at 2^19 buckets, a third
+// of the 2^24 MSM's time), and the segments' sums added in two rounds of
+// groups of 16 before the host adds the rest.
+static const uint32_t SEG = 32;         // buckets per reduction segment
+static const uint32_t GROUP = 16;       // sums added per group thread
 static const uint32_t NONE = 0xffffffffu;
 
 // Canonical (non-Montgomery) copies of the scalars.
@@ -81,38 +87,96 @@ __global__ void digits(uint32_t* keys, uint32_t* vals, const fr_t* scalars,
 #endif
 }
 
-// First index of the sorted `keys` (n of them) not below `key`.
-__device__ __forceinline__ size_t lower_bound(const uint32_t* keys, size_t n, uint32_t key)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (keys[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
+// Bucket accumulation, balanced: the sorted pairs are cut into chunks of
+// CHUNK, one thread per chunk, so every thread of a warp adds the same
+// number of points whatever the buckets' sizes (one thread per bucket left
+// a warp waiting on its longest bucket, and a bucket of millions of equal
+// digits, common in witnesses, on one thread). A bucket whose run lies
+// strictly inside a chunk is written by that thread; the runs that touch a
+// chunk's first or last pair become two partial sums per chunk (lead and
+// trail), which are again sorted by key and are summed the same way, level
+// after level, until one chunk is left. Every bucket is thus written once,
+// at the level where its run first fits inside a chunk.
+static const uint32_t CHUNK = 64;       // pairs per thread, every level
 
-// buckets[k] = sum of the points whose digit has magnitude k + 1 (signed).
-__global__ void accumulate(bucket_t::mem_t* buckets, uint32_t nbuckets,
-                           const affine_h* points, const uint32_t* keys,
-                           const uint32_t* vals, size_t n)
+__global__ void clear_buckets(bucket_t::mem_t* buckets, uint32_t nbuckets)
 {
     uint32_t k = threadIdx.x + blockIdx.x * blockDim.x;
-    if (k >= nbuckets)
+    if (k < nbuckets) {
+        bucket_t inf;
+        inf.inf();
+        buckets[k] = inf;
+    }
+}
+
+// One chunk's sums: `add(p, acc)` adds pair p to acc. `last` is the final
+// level (one chunk): every run is written to its bucket.
+template <class Add>
+__device__ __forceinline__ void sum_chunk(bucket_t::mem_t* buckets, bucket_t::mem_t* part,
+                                          uint32_t* part_keys, const uint32_t* keys,
+                                          size_t n, bool last, Add add)
+{
+    size_t t = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
+    size_t begin = t * CHUNK;
+    if (begin >= n)
         return;
-    size_t begin = lower_bound(keys, n, k);
-    size_t end = lower_bound(keys, n, k + 1);
-    bucket_t acc;
+    size_t end = min(begin + CHUNK, n);
+    const uint32_t first = keys[begin], final_key = keys[end - 1];
+    bucket_t acc, lead, trail;
     acc.inf();
-    for (size_t p = begin; p < end; p++) {
+    lead.inf();
+    trail.inf();
+    uint32_t cur = first;
+    for (size_t p = begin; p <= end; p++) {
+        uint32_t k = p < end ? keys[p] : NONE;
+        if (k != cur) {
+            // cur's run ends here (NONE, sorted last, is never a bucket).
+            if (cur != NONE) {
+                if (last || (cur != first && cur != final_key))
+                    buckets[cur] = acc;
+                else if (cur == first)
+                    lead = acc;
+                else
+                    trail = acc;
+            }
+            acc.inf();
+            cur = k;
+        }
+        if (k == NONE)
+            break;
+        add(p, acc);
+    }
+    if (!last) {
+        // Sorted again: lead's key <= trail's key <= the next chunk's lead's.
+        part[2 * t] = lead;
+        part[2 * t + 1] = trail;
+        part_keys[2 * t] = first;
+        part_keys[2 * t + 1] = final_key;
+    }
+}
+
+// Level 0: the sorted (key, point index | sign) pairs, points gathered.
+__global__ void accumulate_points(bucket_t::mem_t* buckets, bucket_t::mem_t* part,
+                                  uint32_t* part_keys, const affine_h* points,
+                                  const uint32_t* keys, const uint32_t* vals, size_t n,
+                                  bool last)
+{
+    sum_chunk(buckets, part, part_keys, keys, n, last, [&](size_t p, bucket_t& acc) {
         uint32_t v = vals[p];
         affine_t pt = points[v & 0x7fffffff];
         acc.add(pt, v >> 31);
-    }
-    buckets[k] = acc;
+    });
+}
+
+// Levels 1 and up: the previous level's partial sums.
+__global__ void accumulate_partials(bucket_t::mem_t* buckets, bucket_t::mem_t* part,
+                                    uint32_t* part_keys, const bucket_t::mem_t* in,
+                                    const uint32_t* in_keys, size_t n, bool last)
+{
+    sum_chunk(buckets, part, part_keys, in_keys, n, last, [&](size_t p, bucket_t& acc) {
+        bucket_t b = in[p];
+        acc.add(b);
+    });
 }
 
 // Segment t of SEG buckets: out[t] = sum over its buckets of
@@ -137,7 +201,7 @@ __global__ void reduce_segments(bucket_t::mem_t* out, const bucket_t::mem_t* buc
     uint32_t lo = t * SEG;
     bucket_t raised;
     raised.inf();
-    for (int bit = 31; bit >= 0; bit--) {
+    for (int bit = 31 - __clz(lo | 1); bit >= 0; bit--) {
         raised.add(raised);
         if ((lo >> bit) & 1)
             raised.add(run);
@@ -146,7 +210,7 @@ __global__ void reduce_segments(bucket_t::mem_t* out, const bucket_t::mem_t* buc
     out[t] = tri;
 }
 
-// out[g] = sum of segments [g * GROUP, (g + 1) * GROUP).
+// out[g] = sum of the sums [g * GROUP, (g + 1) * GROUP) of `segs`.
 __global__ void sum_groups(bucket_t::mem_t* out, const bucket_t::mem_t* segs,
                            uint32_t nsegs)
 {
@@ -192,6 +256,7 @@ static size_t working_bytes(size_t n)
     // plus histograms; 12 bytes a point covers them.
     return n * sizeof(fr_t) + 4 * n * sizeof(uint32_t) + n * 12
         + nbuckets * sizeof(bucket_t::mem_t) + (nbuckets / SEG) * sizeof(bucket_t::mem_t)
+        + (2 * n / CHUNK + 2) * (sizeof(bucket_t::mem_t) + sizeof(uint32_t)) * 33 / 32
         + ((size_t)64 << 20);
 }
 
@@ -211,15 +276,23 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
     const uint32_t windows = (256 + c - 1) / c;
     const uint32_t nbuckets = 1u << (c - 1);
     const uint32_t nsegs = nbuckets / SEG;
-    const uint32_t ngroups = (nsegs + GROUP - 1) / GROUP;
+    const uint32_t ngroups1 = (nsegs + GROUP - 1) / GROUP;
+    const uint32_t ngroups = (ngroups1 + GROUP - 1) / GROUP;
     const uint32_t key_bits = c;   // keys below 2^(c-1), NONE's low c bits above
 
     dev_ptr_t<fr_t> canon{n, stream};
     dev_ptr_t<uint32_t> keys_in{n, stream}, keys_out{n, stream};
     dev_ptr_t<uint32_t> vals_in{n, stream}, vals_out{n, stream};
     dev_ptr_t<bucket_t::mem_t> buckets{nbuckets, stream};
+    // Partial sums, ping-pong between levels (level 0's is the largest).
+    const size_t parts0 = 2 * ((n + CHUNK - 1) / CHUNK);
+    const size_t parts1 = 2 * ((parts0 + CHUNK - 1) / CHUNK);
+    dev_ptr_t<bucket_t::mem_t> part0{parts0, stream}, part1{parts1, stream};
+    dev_ptr_t<uint32_t> part_keys0{parts0, stream}, part_keys1{parts1, stream};
+    bucket_t::mem_t* part[2] = {&part0[0], &part1[0]};
+    uint32_t* part_keys[2] = {&part_keys0[0], &part_keys1[0]};
     dev_ptr_t<bucket_t::mem_t> segs{nsegs, stream};
-    dev_ptr_t<bucket_t::mem_t> groups{ngroups, stream};
+    dev_ptr_t<bucket_t::mem_t> groups1{ngroups1, stream}, groups{ngroups, stream};
     size_t temp_bytes = 0;
     CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes,
                                             (const uint32_t*)&keys_in[0], &keys_out[0],
@@ -231,23 +304,57 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
     to_canonical<<<grid, 256, 0, stream>>>(&canon[0], scalars, n, mont);
     CUDA_OK(cudaGetLastError());
 
+    // CUZK_WIDE_MSM_PROFILE=1: each phase's device time, summed over the
+    // windows, on stderr (events between the launches: no extra syncs).
+    static const bool profile = std::getenv("CUZK_WIDE_MSM_PROFILE") != nullptr;
+    cudaEvent_t ev[5];
+    float phase_ms[4] = {0, 0, 0, 0};
+    if (profile)
+        for (auto& e : ev)
+            CUDA_OK(cudaEventCreate(&e));
+    auto mark = [&](int i) {
+        if (profile)
+            CUDA_OK(cudaEventRecord(ev[i], stream));
+    };
+
     std::vector<bucket_t> window_sums(ngroups);
     point_t total;
     total.inf();
     for (uint32_t w = windows; w-- > 0;) {
+        mark(0);
         digits<<<grid, 256, 0, stream>>>(&keys_in[0], &vals_in[0], &canon[0], n, c, w);
         CUDA_OK(cudaGetLastError());
+        mark(1);
         CUDA_OK(cub::DeviceRadixSort::SortPairs(&temp[0], temp_bytes,
                                                 (const uint32_t*)&keys_in[0], &keys_out[0],
                                                 (const uint32_t*)&vals_in[0], &vals_out[0],
                                                 (int64_t)n, 0, key_bits, (cudaStream_t)stream));
-        accumulate<<<(nbuckets + 127) / 128, 128, 0, stream>>>(
-            &buckets[0], nbuckets, points, &keys_out[0], &vals_out[0], n);
+        mark(2);
+        clear_buckets<<<(nbuckets + 255) / 256, 256, 0, stream>>>(&buckets[0], nbuckets);
         CUDA_OK(cudaGetLastError());
+        size_t m = n;
+        size_t chunks = (m + CHUNK - 1) / CHUNK;
+        accumulate_points<<<(unsigned)((chunks + 127) / 128), 128, 0, stream>>>(
+            &buckets[0], part[0], part_keys[0], points, &keys_out[0], &vals_out[0],
+            m, chunks == 1);
+        CUDA_OK(cudaGetLastError());
+        for (int level = 1; chunks > 1; level++) {
+            const int from = (level - 1) & 1, to = level & 1;
+            m = 2 * chunks;
+            chunks = (m + CHUNK - 1) / CHUNK;
+            accumulate_partials<<<(unsigned)((chunks + 127) / 128), 128, 0, stream>>>(
+                &buckets[0], part[to], part_keys[to], part[from], part_keys[from], m,
+                chunks == 1);
+            CUDA_OK(cudaGetLastError());
+        }
+        mark(3);
         reduce_segments<<<(nsegs + 127) / 128, 128, 0, stream>>>(&segs[0], &buckets[0], nsegs);
         CUDA_OK(cudaGetLastError());
-        sum_groups<<<(ngroups + 127) / 128, 128, 0, stream>>>(&groups[0], &segs[0], nsegs);
+        sum_groups<<<(ngroups1 + 127) / 128, 128, 0, stream>>>(&groups1[0], &segs[0], nsegs);
         CUDA_OK(cudaGetLastError());
+        sum_groups<<<(ngroups + 127) / 128, 128, 0, stream>>>(&groups[0], &groups1[0], ngroups1);
+        CUDA_OK(cudaGetLastError());
+        mark(4);
         // Horner over the windows, top first: total = 2^c total + S_w.
         // The host's doublings of the previous windows overlap nothing
         // heavy, so they are done before this window's sums come back.
@@ -256,11 +363,23 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
         CUDA_OK(cudaMemcpyAsync(window_sums.data(), &groups[0],
                                 ngroups * sizeof(bucket_t), cudaMemcpyDeviceToHost, stream));
         stream.sync();
+        for (int i = 0; profile && i < 4; i++) {
+            float t;
+            CUDA_OK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
+            phase_ms[i] += t;
+        }
         bucket_t s;
         s.inf();
         for (auto& g : window_sums)
             s.add(g);
         total.add((point_t)s);
+    }
+    if (profile) {
+        fprintf(stderr, "wide MSM: %zu points, %u-bit windows x %u: digits %.1f ms, sort %.1f ms, "
+                        "accumulate %.1f ms, reduce %.1f ms\n",
+                n, c, windows, phase_ms[0], phase_ms[1], phase_ms[2], phase_ms[3]);
+        for (auto& e : ev)
+            cudaEventDestroy(e);
     }
     return total;
 }

@@ -243,6 +243,14 @@ fn g1_wide_msm_matches_blst() {
     ];
     let scalars: Vec<Scalar> = (0..points.len()).map(|i| patterns[i % patterns.len()]).collect();
     check_msm(0, "sign-boundary scalars", &points, &scalars);
+    // Witness-like scalars, mostly 0, 1 and 2: a few buckets of hundreds
+    // of thousands of points each, spread over many chunks and summed over
+    // several levels of partial sums.
+    let n = (1 << 20) + 1;
+    let points = G1Affine::points(n, 6);
+    let mut scalars: Vec<Scalar> = (0..n).map(|i| Scalar::from((i % 3) as u64)).collect();
+    scalars[n / 2] = -Scalar::ONE;
+    check_msm(0, "witness-like scalars (0, 1, 2)", &points, &scalars);
     WIDE.store(false, std::sync::atomic::Ordering::SeqCst);
 }
 

@@ -100,17 +100,16 @@ pub struct Tuning {
 /// The H MSM's kernel (resident parameters; streamed ones always use
 /// sppark's, which streams the points).
 ///
-/// The default is sppark's: cuzk's wide kernel compiles and has its GPU
-/// tests (`g1_wide_msm_matches_blst`) and benchmark (`gpu-bench --h-msm`),
-/// but has not run on a GPU yet (issue 15), so it is opt-in until it has
-/// been checked and measured there.
+/// The default is `Auto`: cuzk's wide kernel from 2^25 - 1 points, where
+/// it measured faster than sppark's on an H200 (1.19x at 2^27, BENCHMARKS.md
+/// issue 15), sppark's below.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum HMsmKernel {
-    /// cuzk's wide-window MSM when device memory has room for it, else
-    /// sppark's.
+    /// cuzk's wide-window MSM from 2^25 - 1 points when device memory has
+    /// room for it, else sppark's.
+    #[default]
     Auto,
     /// sppark's Pippenger.
-    #[default]
     Sppark,
     /// cuzk's wide-window MSM (an error without room).
     Wide,
