@@ -766,8 +766,8 @@ static void to_coset(stream_t& work, fr_t* d, uint32_t lg)
 // Whether the H MSM over n resident points takes the wide kernel. Auto
 // takes it from 2^25 - 1 points, with room for its working set: measured
 // on an H200 (BENCHMARKS.md, issue 15) it is faster than sppark's at 2^26
-// and 2^27 points and slower at 2^24, where its 13 windows' fixed costs
-// (sort passes, reduction) weigh more.
+// and 2^27 points and not at 2^24 (0.97-1.00x), where its 13 windows'
+// fixed costs (sort passes, reduction) weigh more.
 static const size_t WIDE_H_MIN_POINTS = ((size_t)1 << 25) - 1;
 
 static bool use_wide_h(uint32_t h_kernel, size_t n)

@@ -22,8 +22,8 @@
 //
 // Device memory: the scalars in canonical form (32 n bytes), keys and
 // values twice for the sort (16 n bytes), CUB's temporaries (about 8 n
-// bytes), and one window's buckets (2^(c-1) x 192 bytes): about 8.5 GB at
-// 2^27.
+// bytes), one window's buckets (2^(c-1) x 192 bytes) and the chunks'
+// partial sums (2 n / CHUNK x 196 bytes): about 9.3 GB at 2^27.
 
 #include <cub/device/device_radix_sort.cuh>
 
