@@ -446,15 +446,22 @@ struct stopwatch_t {
 
 // ---- kernels ----
 
-// a = (a*b - c) * z_inv, the quotient by Z on the coset.
-__global__ void quotient_on_coset(fr_t* a, const fr_t* b, const fr_t* c,
-                                  fr_t z_inv, size_t n)
+// a = a * b, pointwise (on the coset).
+__global__ void product_on_coset(fr_t* a, const fr_t* b, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x)
+        a[i] = a[i] * b[i];
+}
+
+// h = (h - c) * z_inv, pointwise on coefficients (both bit-reversed): H's
+// coefficients from those of the product's interpolant and of c.
+__global__ void subtract_and_scale(fr_t* h, const fr_t* c, fr_t z_inv, size_t n)
 {
     for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
          i += (size_t)blockDim.x * gridDim.x) {
-        fr_t t = a[i] * b[i];
-        t -= c[i];
-        a[i] = t * z_inv;
+        fr_t t = h[i] - c[i];
+        h[i] = t * z_inv;
     }
 }
 
@@ -754,43 +761,64 @@ extern "C" void cuzk_gpu_srs_drop(cuzk_gpu_srs_t* srs)
     }
 }
 
-// Evaluations over the domain -> coefficients (bit-reversed) -> evaluations
-// on the coset g*domain (natural order), in place on `work`.
-static void to_coset(stream_t& work, fr_t* d, uint32_t lg)
+// sppark's bit-reversal permutation (protected in its NTT class), for
+// the H MSM paths that read scalars in natural order.
+struct ntt_permute : NTT {
+    using NTT::bit_rev;
+};
+
+// a and b (k = 0, 1): evaluations over the domain -> coefficients
+// (bit-reversed) -> evaluations on the coset g*domain (natural order); c
+// (k = 2) only to its coefficients (bit-reversed), in place on `work`.
+// Z is the constant g^n - 1 on the coset, so H = (A*B - C) / Z there
+// gives H's coefficients as (coset-iNTT(A*B) - c's coefficients) / Z:
+// C never needs the coset, which saves one NTT of seven.
+static void prepare_abc(stream_t& work, fr_t* d, int k, uint32_t lg)
 {
     typedef NTT::InputOutputOrder Order;
     NTT::Base_dev_ptr(work, d, lg, Order::NR, NTT::Direction::inverse, NTT::Type::standard);
-    NTT::Base_dev_ptr(work, d, lg, Order::RN, NTT::Direction::forward, NTT::Type::coset);
+    if (k < 2)
+        NTT::Base_dev_ptr(work, d, lg, Order::RN, NTT::Direction::forward, NTT::Type::coset);
 }
 
-// Whether the H MSM over n resident points takes the wide kernel. Auto
-// takes it from 2^25 - 1 points, with room for its working set: measured
+// Where Auto takes the wide kernel for the H MSM: from 2^25 - 1 points,
+// with room for its working set. Measured
 // on an H200 (BENCHMARKS.md, issue 15) it is faster than sppark's at 2^26
 // and 2^27 points and not at 2^24 (0.97-1.00x), where its 13 windows'
 // fixed costs (sort passes, reduction) weigh more.
 static const size_t WIDE_H_MIN_POINTS = ((size_t)1 << 25) - 1;
 
-static bool use_wide_h(uint32_t h_kernel, size_t n)
+// Whether the H MSM over n resident points takes the wide kernel, and if
+// so with the affine rounds (which need about 124 bytes a point more)
+// where the device has room for them.
+static bool use_wide_h(uint32_t h_kernel, size_t n, wide_msm::affine_mode_t* affine)
 {
+    *affine = wide_msm::AFFINE_OFF;
     if (h_kernel == H_MSM_SPPARK)
         return false;
-    if (h_kernel == H_MSM_WIDE)
-        return true;
-    if (n < WIDE_H_MIN_POINTS)
+    if (h_kernel != H_MSM_WIDE && n < WIDE_H_MIN_POINTS)
         return false;
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
         (void)cudaGetLastError();
-        return false;
+        return h_kernel == H_MSM_WIDE;
     }
-    return wide_msm::working_bytes(n) + ((size_t)1 << 30) <= free_b;
+    const size_t spare = (size_t)1 << 30;
+    if (wide_msm::working_bytes(n, wide_msm::AFFINE_AUTO) + spare <= free_b) {
+        *affine = wide_msm::AFFINE_AUTO;
+        return true;
+    }
+    return h_kernel == H_MSM_WIDE || wide_msm::working_bytes(n, wide_msm::AFFINE_OFF) + spare <= free_b;
 }
 
-// With a, b, c on the coset (device memory, 2^lg each): H's coefficients
-// in d[0] by the quotient and an inverse coset NTT (ms.ntt), then the H MSM
-// (ms.h_msm). b and c are freed once the quotient has read them, so the
-// H MSM's temporaries (sppark's digits and, streamed, its point buffers)
-// fit beside `a` alone: a 16 GiB card runs a 2^27 partition.
+// With a and b on the coset and c's coefficients (prepare_abc; device
+// memory, 2^lg each): H's coefficients in d[0], bit-reversed, by the
+// product, an inverse coset NTT and the subtraction of c (ms.ntt), then
+// the H MSM (ms.h_msm). The wide kernel reads the scalars through the bit
+// reversal; sppark's wants them in order, so they are permuted first. b and
+// c are freed once read, so the H MSM's temporaries (sppark's digits and,
+// streamed, its point buffers) fit beside `a` alone: a 16 GiB card runs a
+// 2^27 partition.
 // d[0] is sppark's device pointer type: its MSM then reads the scalars in
 // place (a raw pointer would be taken for host memory).
 static RustError quotient_and_h(const gpu_t& gpu, const cuzk_gpu_srs_t* srs,
@@ -800,18 +828,27 @@ static RustError quotient_and_h(const gpu_t& gpu, const cuzk_gpu_srs_t* srs,
 {
     size_t n = (size_t)1 << lg;
     stream_t& work = gpu[0];
-    quotient_on_coset<<<gpu.sm_count() * 4, 256, 0, work>>>(d[0], d[1], d[2], z_inv, n);
+    product_on_coset<<<gpu.sm_count() * 4, 256, 0, work>>>(d[0], d[1], n);
     CUDA_OK(cudaGetLastError());
-    NTT::Base_dev_ptr(work, d[0], lg, NTT::InputOutputOrder::NN,
+    NTT::Base_dev_ptr(work, d[0], lg, NTT::InputOutputOrder::NR,
                       NTT::Direction::inverse, NTT::Type::coset);
+    subtract_and_scale<<<gpu.sm_count() * 4, 256, 0, work>>>(d[0], d[2], z_inv, n);
+    CUDA_OK(cudaGetLastError());
     work.sync();
     release(d[1]);
     release(d[2]);
+    // Decided with b and c freed, as the MSM will run.
+    wide_msm::affine_mode_t affine;
+    const bool wide = !srs->streamed && use_wide_h(h_kernel, n - 1, &affine);
+    if (!wide) {
+        ntt_permute::bit_rev(d[0], d[0], lg, work);
+        work.sync();
+    }
     out->ms.ntt = clock.lap();
 
-    if (!srs->streamed && use_wide_h(h_kernel, n - 1)) {
+    if (wide) {
         out->h = wide_msm::msm((const affine_h*)(const affine_t*)srs->h, d[0], n - 1,
-                               true, work, gpu.sm_count());
+                               true, lg, affine, work, gpu.sm_count());
         out->ms.h_msm = clock.lap();
         return RustError{cudaSuccess};
     }
@@ -914,7 +951,7 @@ CUZK_TRY
         if (staged) {
             for (int i = 0; i < 3; i++) {
                 d[i] = std::move(staged->v[i]);
-                to_coset(work, d[i], p->lg_domain);
+                prepare_abc(work, d[i], i, p->lg_domain);
             }
             out->ms.upload = 0;
         } else {
@@ -937,7 +974,7 @@ CUZK_TRY
                                                 (n - p->abc_len) * sizeof(fr_t), copy));
                     landed[i].record(copy);
                     landed[i].wait(work);
-                    to_coset(work, d[i], p->lg_domain);
+                    prepare_abc(work, d[i], i, p->lg_domain);
                 }
             }
             copy.sync();
@@ -1132,7 +1169,7 @@ CUZK_TRY
         gpu[0].sync();
         out->ms.abc = clock.lap();
         for (int k = 0; k < 3; k++)
-            to_coset(gpu[0], abc[k], p->lg_domain);
+            prepare_abc(gpu[0], abc[k], k, p->lg_domain);
         RustError err = quotient_and_h(gpu, srs, nullptr, d, p->lg_domain,
                                        p->z_inv, p->tuning.h_msm, out, clock);
         if (err.code != cudaSuccess)
@@ -1187,10 +1224,11 @@ CUZK_CATCH
 }
 
 // Dense G1 MSM with host points and Montgomery scalars through the wide
-// kernel (the H MSM's), for the checks against blst.
+// kernel (the H MSM's), for the checks against blst: XYZZ sums only
+// (affine = 0) or every affine round run whatever the runs (2).
 extern "C" RustError cuzk_gpu_msm_g1_wide(int device, const void* points,
                                           const scalar_t* scalars, size_t n,
-                                          point_t* out)
+                                          uint32_t affine, point_t* out)
 {
 CUZK_TRY
     set_device(device);
@@ -1202,18 +1240,22 @@ CUZK_TRY
         CUDA_OK(cudaMemcpyAsync(&d_points[0], points, n * sizeof(affine_h), cudaMemcpyHostToDevice, s));
         CUDA_OK(cudaMemcpyAsync(&d_scalars[0], scalars, n * sizeof(fr_t), cudaMemcpyHostToDevice, s));
     }
-    *out = wide_msm::msm(&d_points[0], &d_scalars[0], n, true, s, gpu.sm_count());
+    if (affine > wide_msm::AFFINE_FORCED)
+        return RustError{cudaErrorInvalidValue, "unknown affine mode"};
+    *out = wide_msm::msm(&d_points[0], &d_scalars[0], n, true, 0,
+                         (wide_msm::affine_mode_t)affine, s, gpu.sm_count());
     s.sync();
     return RustError{cudaSuccess};
 CUZK_CATCH
 }
 
 // The H MSM over `srs`'s resident H section and n host scalars
-// (Montgomery), by sppark's Pippenger (out[0], ms[0]) and by the wide
-// kernel (out[1], ms[1]), one after the other on the same device data.
+// (Montgomery), one after the other on the same device data: by sppark's
+// Pippenger (out[0], ms[0]), by the wide kernel with XYZZ sums only
+// (out[1], ms[1]) and with its affine rounds (out[2], ms[2]).
 extern "C" RustError cuzk_gpu_h_msm_compare(const cuzk_gpu_srs_t* srs,
                                             const scalar_t* scalars, size_t n,
-                                            point_t out[2], double ms[2])
+                                            point_t out[3], double ms[3])
 {
 CUZK_TRY
     if (srs->streamed || n > srs->nh)
@@ -1232,10 +1274,13 @@ CUZK_TRY
             return err;
     }
     ms[0] = clock.lap();
-    out[1] = wide_msm::msm((const affine_h*)(const affine_t*)srs->h, d_scalars, n, true, s,
-                           gpu.sm_count());
-    s.sync();
-    ms[1] = clock.lap();
+    const wide_msm::affine_mode_t modes[2] = {wide_msm::AFFINE_OFF, wide_msm::AFFINE_AUTO};
+    for (int k = 0; k < 2; k++) {
+        out[1 + k] = wide_msm::msm((const affine_h*)(const affine_t*)srs->h, d_scalars, n, true,
+                                   0, modes[k], s, gpu.sm_count());
+        s.sync();
+        ms[1 + k] = clock.lap();
+    }
     return RustError{cudaSuccess};
 CUZK_CATCH
 }

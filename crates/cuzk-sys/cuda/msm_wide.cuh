@@ -26,6 +26,7 @@
 // partial sums (2 n / CHUNK x 196 bytes): about 9.3 GB at 2^27.
 
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 
 namespace wide_msm {
 
@@ -38,12 +39,21 @@ static const uint32_t SEG = 32;         // buckets per reduction segment
 static const uint32_t GROUP = 16;       // sums added per group thread
 static const uint32_t NONE = 0xffffffffu;
 
-// Canonical (non-Montgomery) copies of the scalars.
-__global__ void to_canonical(fr_t* out, const fr_t* in, size_t n, bool mont)
+// Canonical (non-Montgomery) copies of the scalars: out[i] = in[i], or
+// with lg_rev > 0 in[i bit-reversed over lg_rev bits] (the H scalars come
+// out of the NTT in that order: reading them through the permutation here
+// costs nothing beyond the copy).
+__global__ void to_canonical(fr_t* out, const fr_t* in, size_t n, bool mont,
+                             uint32_t lg_rev)
 {
     for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
          i += (size_t)blockDim.x * gridDim.x) {
-        fr_t s = in[i];
+        size_t from = i;
+#ifdef __CUDA_ARCH__
+        if (lg_rev)
+            from = __brevll((unsigned long long)i) >> (64 - lg_rev);
+#endif
+        fr_t s = in[from];
         if (mont)
             s.from();
         out[i] = s;
@@ -179,6 +189,194 @@ __global__ void accumulate_partials(bucket_t::mem_t* buckets, bucket_t::mem_t* p
     });
 }
 
+// Levels 1 and up after affine rounds: the rounds' affine sums (already
+// signed; (0, 0) is the point at infinity, as in blst's affine form).
+__global__ void accumulate_affine(bucket_t::mem_t* buckets, bucket_t::mem_t* part,
+                                  uint32_t* part_keys, const affine_h* pts,
+                                  const uint32_t* keys, size_t n, bool last)
+{
+    sum_chunk(buckets, part, part_keys, keys, n, last, [&](size_t p, bucket_t& acc) {
+        affine_t pt = pts[p];
+        acc.add(pt);
+    });
+}
+
+// ---- batch-affine rounds (before the XYZZ accumulation) ----
+//
+// An XYZZ mixed addition costs 8 multiplications and 2 squarings. Two
+// affine points add for 1 multiplication, 1 squaring and 1 multiplication
+// more once 1 / (x2 - x1) is known, and Montgomery's trick shares one
+// inversion among a thread's AFFINE_BATCH pairs for 3 multiplications
+// each: about 6 an addition instead of 10. So each window first runs
+// rounds that pair neighbours of the sorted list with the same key (pair
+// p: entries 2p and 2p + 1) and replace them by their affine sum; entries
+// without a partner, or whose partner lies in another bucket, pass
+// through. Each round halves the runs (a run of r entries becomes about
+// r / 2), the list stays sorted, and the XYZZ accumulation above sums
+// what is left. Zero digits (key NONE) are dropped in the first round.
+// Rounds stop once fewer than half the pairs merge (short runs: most
+// entries would only be copied) or the output would not fit its buffer.
+static const uint32_t AFFINE_BATCH = 32;    // pairs per thread, one inversion
+static const uint32_t AFFINE_ROUNDS = 3;    // at most, per window
+
+// An affine point as stored in blst's layout (affine_h), with its
+// coordinates accessible (sppark's affine_t keeps them private).
+struct aff_t {
+    fp_t X, Y;
+};
+static_assert(sizeof(aff_t) == sizeof(affine_h), "affine layout");
+
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ bool is_inf(const aff_t& a)
+{
+    return a.X.is_zero() & a.Y.is_zero();
+}
+
+// Pair p's entries: whether they share a bucket (merged) and how many
+// entries the round writes for it (1 if merged, else those with a bucket).
+__device__ __forceinline__ uint32_t pair_outputs(const uint32_t* keys, size_t m, size_t p,
+                                                 bool& merged)
+{
+    uint32_t k0 = keys[2 * p];
+    uint32_t k1 = 2 * p + 1 < m ? keys[2 * p + 1] : NONE;
+    merged = k0 != NONE && k0 == k1;
+    return merged ? 1 : (uint32_t)(k0 != NONE) + (uint32_t)(k1 != NONE);
+}
+
+// The slope of P + Q as num / den, or (general = false) the sum without
+// one: P or Q when the other is at infinity, infinity when Q = -P. Equal
+// points double (slope 3 x^2 / 2 y; G1 has no point with y = 0).
+__device__ __forceinline__ bool slope_terms(const aff_t& P, const aff_t& Q, fp_t& num,
+                                            fp_t& den, aff_t& sum)
+{
+    if (is_inf(P)) {
+        sum = Q;
+        return false;
+    }
+    if (is_inf(Q)) {
+        sum = P;
+        return false;
+    }
+    fp_t dx = Q.X - P.X;
+    if (!dx.is_zero()) {
+        num = Q.Y - P.Y;
+        den = dx;
+        return true;
+    }
+    fp_t ys = P.Y + Q.Y;
+    if (ys.is_zero()) {
+        sum.X.zero();
+        sum.Y.zero();
+        return false;
+    }
+    fp_t xx = sqr(P.X);
+    num = xx + xx + xx;
+    den = P.Y + P.Y;
+    return true;
+}
+#endif
+
+// counts[p] = the number of entries pair p writes.
+__global__ void count_pairs(uint32_t* counts, const uint32_t* keys, size_t m)
+{
+#ifdef __CUDA_ARCH__
+    const size_t npairs = (m + 1) / 2;
+    for (size_t p = threadIdx.x + (size_t)blockIdx.x * blockDim.x; p < npairs;
+         p += (size_t)blockDim.x * gridDim.x) {
+        bool merged;
+        counts[p] = pair_outputs(keys, m, p, merged);
+    }
+#endif
+}
+
+// One round over m sorted entries (keys, and `load(i)` giving entry i's
+// signed affine point): pair p's output goes to out[offsets[p]...]. Thread
+// t takes pairs t, t + T, t + 2T, ... (T threads; neighbouring threads read
+// neighbouring pairs). Its forward pass stores the running product of the
+// denominators in prefix[p]; one inversion; the backward pass peels each
+// pair's inverse off it. Every thread reaches the inversion: sppark's
+// reciprocal works on pairs of lanes.
+template <class Load>
+__device__ __forceinline__ void affine_round(aff_t* out, uint32_t* out_keys, fp_t* prefix,
+                                             const uint32_t* keys, const uint32_t* offsets,
+                                             size_t m, Load load)
+{
+#ifdef __CUDA_ARCH__
+    const size_t npairs = (m + 1) / 2;
+    const size_t stride = (size_t)blockDim.x * gridDim.x;
+    const size_t t = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
+    fp_t acc = fp_t::one();
+    for (size_t p = t; p < npairs; p += stride) {
+        bool merged;
+        pair_outputs(keys, m, p, merged);
+        if (merged) {
+            fp_t num, den;
+            aff_t sum;
+            if (slope_terms(load(2 * p), load(2 * p + 1), num, den, sum))
+                acc = acc * den;
+        }
+        prefix[p] = acc;
+    }
+    __syncwarp();       // the whole warp converged for the lanes' shuffles
+    fp_t inv = acc.reciprocal();
+    if (t >= npairs)
+        return;
+    for (size_t p = t + (npairs - 1 - t) / stride * stride;; p -= stride) {
+        bool merged;
+        pair_outputs(keys, m, p, merged);
+        size_t o = offsets[p];
+        if (!merged) {
+            if (keys[2 * p] != NONE) {
+                out[o] = load(2 * p);
+                out_keys[o++] = keys[2 * p];
+            }
+            if (2 * p + 1 < m && keys[2 * p + 1] != NONE) {
+                out[o] = load(2 * p + 1);
+                out_keys[o] = keys[2 * p + 1];
+            }
+        } else {
+            aff_t P = load(2 * p), Q = load(2 * p + 1), sum;
+            fp_t num, den;
+            if (slope_terms(P, Q, num, den, sum)) {
+                // 1 / den = inv * (product of the denominators before p).
+                fp_t inv_den = p >= stride ? inv * prefix[p - stride] : inv;
+                inv = inv * den;
+                fp_t lambda = num * inv_den;
+                sum.X = sqr(lambda) - P.X - Q.X;
+                sum.Y = lambda * (P.X - sum.X) - P.Y;
+            }
+            out[o] = sum;
+            out_keys[o] = keys[2 * p];
+        }
+        if (p < stride)
+            break;
+    }
+#endif
+}
+
+// Round 0: the sorted (key, point index | sign) pairs, points gathered
+// from the bases.
+__global__ void __launch_bounds__(128)
+affine_round_points(aff_t* out, uint32_t* out_keys, fp_t* prefix, const aff_t* points,
+                    const uint32_t* keys, const uint32_t* vals, const uint32_t* offsets,
+                    size_t m)
+{
+    affine_round(out, out_keys, prefix, keys, offsets, m, [&](size_t i) {
+        uint32_t v = vals[i];
+        aff_t a = points[v & 0x7fffffff];
+        a.Y.cneg(v >> 31);
+        return a;
+    });
+}
+
+// Rounds 1 and up: the previous round's sums.
+__global__ void __launch_bounds__(128)
+affine_round_sums(aff_t* out, uint32_t* out_keys, fp_t* prefix, const aff_t* in,
+                  const uint32_t* keys, const uint32_t* offsets, size_t m)
+{
+    affine_round(out, out_keys, prefix, keys, offsets, m, [&](size_t i) { return in[i]; });
+}
+
 // Segment t of SEG buckets: out[t] = sum over its buckets of
 // (global index + 1) * B, by running sums from the segment's top, plus the
 // segment's offset times its plain sum (double-and-add).
@@ -247,24 +445,44 @@ static uint32_t window_bits(size_t n)
     return best;
 }
 
+// How the wide MSM accumulates: XYZZ only, affine rounds while they pay
+// (AFFINE_AUTO), or all AFFINE_ROUNDS rounds whatever the runs (for the
+// checks: small test sizes have short runs).
+enum affine_mode_t : uint32_t { AFFINE_OFF = 0, AFFINE_AUTO = 1, AFFINE_FORCED = 2 };
+
+// Capacity (entries) of the affine rounds' two output buffers for n
+// points: every entry when n is small, else a little above what random
+// digits leave (n / 2, then n / 4); a round whose output would not fit is
+// not run.
+static size_t affine_capacity(size_t n, int buffer)
+{
+    if (n <= ((size_t)1 << 22))
+        return n;
+    return (buffer == 0 ? n / 2 : n / 4) + n / 8;
+}
+
 // Device bytes wide_msm needs for n points (beyond the points and scalars).
-static size_t working_bytes(size_t n)
+static size_t working_bytes(size_t n, affine_mode_t affine)
 {
     uint32_t c = window_bits(n);
     size_t nbuckets = (size_t)1 << (c - 1);
     // CUB's temporaries hold its own copy of the pairs (8 bytes a point)
     // plus histograms; 12 bytes a point covers them.
-    return n * sizeof(fr_t) + 4 * n * sizeof(uint32_t) + n * 12
+    size_t bytes = n * sizeof(fr_t) + 4 * n * sizeof(uint32_t) + n * 12
         + nbuckets * sizeof(bucket_t::mem_t) + (nbuckets / SEG) * sizeof(bucket_t::mem_t)
         + (2 * n / CHUNK + 2) * (sizeof(bucket_t::mem_t) + sizeof(uint32_t)) * 33 / 32
         + ((size_t)64 << 20);
+    if (affine != AFFINE_OFF)
+        bytes += (affine_capacity(n, 0) + affine_capacity(n, 1)) * (sizeof(aff_t) + sizeof(uint32_t))
+            + (n / 2 + 1) * sizeof(fp_t);
+    return bytes;
 }
 
 // Sum of scalars[i] * points[i] over n < 2^31 points resident on the
-// device (blst affine layout) and n device scalars (Montgomery when mont),
-// on `stream`.
+// device (blst affine layout) and device scalars (Montgomery when mont;
+// with lg_rev > 0, 2^lg_rev of them in bit-reversed order), on `stream`.
 static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool mont,
-                   stream_t& stream, int sm_count)
+                   uint32_t lg_rev, affine_mode_t affine, stream_t& stream, int sm_count)
 {
     point_t out;
     out.inf();
@@ -272,6 +490,8 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
         return out;
     if (n >= ((size_t)1 << 31))
         throw cuda_error(cudaErrorInvalidValue, "wide MSM: too many points");
+    if (lg_rev && (lg_rev > 31 || n > ((size_t)1 << lg_rev)))
+        throw cuda_error(cudaErrorInvalidValue, "wide MSM: more points than reversed scalars");
     const uint32_t c = window_bits(n);
     const uint32_t windows = (256 + c - 1) / c;
     const uint32_t nbuckets = 1u << (c - 1);
@@ -299,16 +519,36 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
                                             (const uint32_t*)&vals_in[0], &vals_out[0],
                                             (int64_t)n, 0, key_bits, (cudaStream_t)stream));
     dev_ptr_t<uint8_t> temp{temp_bytes, stream};
+    // The affine rounds' outputs (ping-pong), their denominators' running
+    // products, and the scan of their output counts (counts and offsets
+    // live in keys_in and vals_in, free once a window is sorted).
+    const size_t npairs0 = (n + 1) / 2;
+    // (One element each when the rounds are off: sppark's buffers want
+    // a length.)
+    const size_t caps[2] = {affine ? affine_capacity(n, 0) : 1, affine ? affine_capacity(n, 1) : 1};
+    dev_ptr_t<aff_t> aff0{caps[0], stream}, aff1{caps[1], stream};
+    dev_ptr_t<uint32_t> aff_keys0{caps[0], stream}, aff_keys1{caps[1], stream};
+    dev_ptr_t<fp_t> prefix{affine ? npairs0 : 1, stream};
+    aff_t* aff[2] = {&aff0[0], &aff1[0]};
+    uint32_t* aff_keys[2] = {&aff_keys0[0], &aff_keys1[0]};
+    size_t scan_bytes = 0;
+    uint32_t* const counts = &keys_in[0];
+    uint32_t* const offsets = &vals_in[0];
+    CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, (const uint32_t*)counts, offsets,
+                                          (int64_t)npairs0, (cudaStream_t)stream));
+    dev_ptr_t<uint8_t> scan_temp{affine ? scan_bytes : 1, stream};
+    uint32_t tail[2];   // the last pair's count and offset
 
     const int grid = sm_count * 8;
-    to_canonical<<<grid, 256, 0, stream>>>(&canon[0], scalars, n, mont);
+    to_canonical<<<grid, 256, 0, stream>>>(&canon[0], scalars, n, mont, lg_rev);
     CUDA_OK(cudaGetLastError());
 
     // CUZK_WIDE_MSM_PROFILE=1: each phase's device time, summed over the
     // windows, on stderr (events between the launches: no extra syncs).
     static const bool profile = std::getenv("CUZK_WIDE_MSM_PROFILE") != nullptr;
-    cudaEvent_t ev[5];
-    float phase_ms[4] = {0, 0, 0, 0};
+    cudaEvent_t ev[6];
+    float phase_ms[5] = {0, 0, 0, 0, 0};
+    size_t rounds_total = 0, left_total = 0;   // affine rounds run, entries left
     if (profile)
         for (auto& e : ev)
             CUDA_OK(cudaEventCreate(&e));
@@ -332,12 +572,56 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
         mark(2);
         clear_buckets<<<(nbuckets + 255) / 256, 256, 0, stream>>>(&buckets[0], nbuckets);
         CUDA_OK(cudaGetLastError());
+        // Affine rounds (while they pay), then XYZZ sums of what is left.
         size_t m = n;
+        uint32_t rounds = 0;
+        const uint32_t* cur_keys = &keys_out[0];
+        for (uint32_t r = 0; affine && r < AFFINE_ROUNDS && m > 1; r++) {
+            const size_t npairs = (m + 1) / 2;
+            count_pairs<<<grid, 256, 0, stream>>>(counts, cur_keys, m);
+            CUDA_OK(cudaGetLastError());
+            CUDA_OK(cub::DeviceScan::ExclusiveSum(&scan_temp[0], scan_bytes,
+                                                  (const uint32_t*)counts, offsets,
+                                                  (int64_t)npairs, (cudaStream_t)stream));
+            CUDA_OK(cudaMemcpyAsync(&tail[0], counts + npairs - 1, sizeof(uint32_t),
+                                    cudaMemcpyDeviceToHost, stream));
+            CUDA_OK(cudaMemcpyAsync(&tail[1], offsets + npairs - 1, sizeof(uint32_t),
+                                    cudaMemcpyDeviceToHost, stream));
+            stream.sync();
+            const size_t total = (size_t)tail[0] + tail[1];
+            // Worth it while at least half the pairs merge (or drop zeros).
+            if (total > caps[r & 1] || (affine == AFFINE_AUTO && 4 * total > 3 * m))
+                break;
+            const size_t threads = (npairs + AFFINE_BATCH - 1) / AFFINE_BATCH;
+            const unsigned blocks = (unsigned)((threads + 127) / 128);
+            if (r == 0)
+                affine_round_points<<<blocks, 128, 0, stream>>>(
+                    aff[0], aff_keys[0], &prefix[0], (const aff_t*)points, &keys_out[0],
+                    &vals_out[0], offsets, m);
+            else
+                affine_round_sums<<<blocks, 128, 0, stream>>>(
+                    aff[r & 1], aff_keys[r & 1], &prefix[0], aff[(r - 1) & 1], cur_keys,
+                    offsets, m);
+            CUDA_OK(cudaGetLastError());
+            m = total;
+            cur_keys = aff_keys[r & 1];
+            rounds = r + 1;
+        }
+        mark(3);
+        rounds_total += rounds;
+        left_total += m;
         size_t chunks = (m + CHUNK - 1) / CHUNK;
-        accumulate_points<<<(unsigned)((chunks + 127) / 128), 128, 0, stream>>>(
-            &buckets[0], part[0], part_keys[0], points, &keys_out[0], &vals_out[0],
-            m, chunks == 1);
-        CUDA_OK(cudaGetLastError());
+        if (m > 0) {
+            if (rounds == 0)
+                accumulate_points<<<(unsigned)((chunks + 127) / 128), 128, 0, stream>>>(
+                    &buckets[0], part[0], part_keys[0], points, &keys_out[0], &vals_out[0],
+                    m, chunks == 1);
+            else
+                accumulate_affine<<<(unsigned)((chunks + 127) / 128), 128, 0, stream>>>(
+                    &buckets[0], part[0], part_keys[0],
+                    (const affine_h*)aff[(rounds - 1) & 1], cur_keys, m, chunks == 1);
+            CUDA_OK(cudaGetLastError());
+        }
         for (int level = 1; chunks > 1; level++) {
             const int from = (level - 1) & 1, to = level & 1;
             m = 2 * chunks;
@@ -347,14 +631,14 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
                 chunks == 1);
             CUDA_OK(cudaGetLastError());
         }
-        mark(3);
+        mark(4);
         reduce_segments<<<(nsegs + 127) / 128, 128, 0, stream>>>(&segs[0], &buckets[0], nsegs);
         CUDA_OK(cudaGetLastError());
         sum_groups<<<(ngroups1 + 127) / 128, 128, 0, stream>>>(&groups1[0], &segs[0], nsegs);
         CUDA_OK(cudaGetLastError());
         sum_groups<<<(ngroups + 127) / 128, 128, 0, stream>>>(&groups[0], &groups1[0], ngroups1);
         CUDA_OK(cudaGetLastError());
-        mark(4);
+        mark(5);
         // Horner over the windows, top first: total = 2^c total + S_w.
         // The host's doublings of the previous windows overlap nothing
         // heavy, so they are done before this window's sums come back.
@@ -363,7 +647,7 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
         CUDA_OK(cudaMemcpyAsync(window_sums.data(), &groups[0],
                                 ngroups * sizeof(bucket_t), cudaMemcpyDeviceToHost, stream));
         stream.sync();
-        for (int i = 0; profile && i < 4; i++) {
+        for (int i = 0; profile && i < 5; i++) {
             float t;
             CUDA_OK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
             phase_ms[i] += t;
@@ -376,8 +660,10 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
     }
     if (profile) {
         fprintf(stderr, "wide MSM: %zu points, %u-bit windows x %u: digits %.1f ms, sort %.1f ms, "
-                        "accumulate %.1f ms, reduce %.1f ms\n",
-                n, c, windows, phase_ms[0], phase_ms[1], phase_ms[2], phase_ms[3]);
+                        "affine rounds %.1f ms (%zu in all, %.1f%% of the entries left), "
+                        "XYZZ accumulate %.1f ms, reduce %.1f ms\n",
+                n, c, windows, phase_ms[0], phase_ms[1], phase_ms[2], rounds_total,
+                100.0 * (double)left_total / ((double)n * windows), phase_ms[3], phase_ms[4]);
         for (auto& e : ev)
             cudaEventDestroy(e);
     }

@@ -36,9 +36,10 @@ fn device(test: &str) -> Option<MutexGuard<'static, ()>> {
     Some(DEVICE.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
-/// G1 MSMs through the wide kernel instead of sppark's (set by the wide
-/// test while it holds the device, so no other test sees it).
-static WIDE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// G1 MSMs through sppark's kernel (0) or the wide one, XYZZ sums only (1)
+/// or with every affine round (2): set by the wide test while it holds the
+/// device, so no other test sees it.
+static WIDE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
 fn rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
@@ -86,10 +87,10 @@ impl TestGroup for G1Affine {
         out
     }
     fn gpu_msm(device: usize, points: &[Self], scalars: &[Scalar]) -> Result<G1Projective, GpuError> {
-        if WIDE.load(std::sync::atomic::Ordering::SeqCst) {
-            gpu::msm_g1_wide(device, points, scalars)
-        } else {
-            gpu::msm_g1(device, points, scalars)
+        match WIDE.load(std::sync::atomic::Ordering::SeqCst) {
+            0 => gpu::msm_g1(device, points, scalars),
+            1 => gpu::msm_g1_wide(device, points, scalars, gpu::WideAccumulation::Xyzz),
+            _ => gpu::msm_g1_wide(device, points, scalars, gpu::WideAccumulation::AffineRounds),
         }
     }
     fn blst_msm(points: &[Self], scalars: &[Scalar]) -> G1Projective {
@@ -121,9 +122,10 @@ fn check_msm<G: TestGroup>(device: usize, what: &str, points: &[G], scalars: &[S
     assert_eq!(
         got,
         expected,
-        "{} MSM {what} (n = {}) differs from blst",
+        "{} MSM {what} (n = {}, kernel {}) differs from blst",
         G::NAME,
-        points.len()
+        points.len(),
+        WIDE.load(std::sync::atomic::Ordering::SeqCst)
     );
 }
 
@@ -218,40 +220,46 @@ fn g1_msm_matches_blst() {
 
 /// Issue 15.1: the wide-window kernel (the H MSM's) against blst, on the
 /// same edge cases and awkward sizes as sppark's, plus sizes where its
-/// window width changes (2^18 +- 1: 17 to 18 bits; 2^21 + 1: 19 bits).
+/// window width changes (2^18 +- 1: 17 to 18 bits; 2^21 + 1: 19 bits),
+/// with XYZZ bucket sums and with the batch-affine rounds before them.
 #[test]
 fn g1_wide_msm_matches_blst() {
     let Some(_device) = device("g1_wide_msm_matches_blst") else {
         return;
     };
-    WIDE.store(true, std::sync::atomic::Ordering::SeqCst);
-    msm_edge_cases::<G1Affine>(0);
-    for n in G1_SIZES
-        .into_iter()
-        .chain([(1 << 18) - 1, (1 << 18) + 1, (1 << 21) + 1])
-    {
-        msm_mixed::<G1Affine>(0, n);
+    // Both ways of summing the buckets: XYZZ only, and every batch-affine
+    // round first (forced: at these sizes the runs are too short for the
+    // production rule to run them).
+    for mode in [1, 2] {
+        WIDE.store(mode, std::sync::atomic::Ordering::SeqCst);
+        msm_edge_cases::<G1Affine>(0);
+        for n in G1_SIZES
+            .into_iter()
+            .chain([(1 << 18) - 1, (1 << 18) + 1, (1 << 21) + 1])
+        {
+            msm_mixed::<G1Affine>(0, n);
+        }
+        // Scalars with every window's digit at the sign boundary: 2^(c-1) - 1,
+        // 2^(c-1) and 2^c - 1 patterns carry through all windows.
+        let points = G1Affine::points(4096, 5);
+        let patterns = [
+            Scalar::from_u128(u128::MAX),
+            -Scalar::ONE,
+            -Scalar::from(2u64),
+            Scalar::from(1u64 << 16) * Scalar::from(1u64 << 16) * Scalar::from(1u64 << 16) - Scalar::ONE,
+        ];
+        let scalars: Vec<Scalar> = (0..points.len()).map(|i| patterns[i % patterns.len()]).collect();
+        check_msm(0, "sign-boundary scalars", &points, &scalars);
+        // Witness-like scalars, mostly 0, 1 and 2: a few buckets of hundreds
+        // of thousands of points each, spread over many chunks and summed over
+        // several levels of partial sums.
+        let n = (1 << 20) + 1;
+        let points = G1Affine::points(n, 6);
+        let mut scalars: Vec<Scalar> = (0..n).map(|i| Scalar::from((i % 3) as u64)).collect();
+        scalars[n / 2] = -Scalar::ONE;
+        check_msm(0, "witness-like scalars (0, 1, 2)", &points, &scalars);
     }
-    // Scalars with every window's digit at the sign boundary: 2^(c-1) - 1,
-    // 2^(c-1) and 2^c - 1 patterns carry through all windows.
-    let points = G1Affine::points(4096, 5);
-    let patterns = [
-        Scalar::from_u128(u128::MAX),
-        -Scalar::ONE,
-        -Scalar::from(2u64),
-        Scalar::from(1u64 << 16) * Scalar::from(1u64 << 16) * Scalar::from(1u64 << 16) - Scalar::ONE,
-    ];
-    let scalars: Vec<Scalar> = (0..points.len()).map(|i| patterns[i % patterns.len()]).collect();
-    check_msm(0, "sign-boundary scalars", &points, &scalars);
-    // Witness-like scalars, mostly 0, 1 and 2: a few buckets of hundreds
-    // of thousands of points each, spread over many chunks and summed over
-    // several levels of partial sums.
-    let n = (1 << 20) + 1;
-    let points = G1Affine::points(n, 6);
-    let mut scalars: Vec<Scalar> = (0..n).map(|i| Scalar::from((i % 3) as u64)).collect();
-    scalars[n / 2] = -Scalar::ONE;
-    check_msm(0, "witness-like scalars (0, 1, 2)", &points, &scalars);
-    WIDE.store(false, std::sync::atomic::Ordering::SeqCst);
+    WIDE.store(0, std::sync::atomic::Ordering::SeqCst);
 }
 
 #[test]

@@ -275,6 +275,7 @@ extern "C" {
         points: *const blst_p1_affine,
         scalars: *const Scalar,
         n: usize,
+        affine: u32,
         out: *mut blst_p1,
     ) -> sppark::Error;
     fn cuzk_gpu_h_msm_compare(
@@ -681,20 +682,36 @@ pub(super) fn msm_g1_wide(
     device: i32,
     points: &[G1Affine],
     scalars: &[Scalar],
+    accumulation: super::WideAccumulation,
 ) -> Result<G1Projective, GpuError> {
-    msm_by::<G1Affine>(cuzk_gpu_msm_g1_wide, device, points, scalars)
+    // The caller checks this; the FFI call relies on it.
+    assert_eq!(points.len(), scalars.len(), "GPU MSM: length mismatch");
+    // The C side's affine modes: 0 = XYZZ sums only, 2 = every round.
+    let affine = match accumulation {
+        super::WideAccumulation::Xyzz => 0,
+        super::WideAccumulation::AffineRounds => 2,
+    };
+    let mut out = blst_p1::default();
+    // SAFETY: equal-length slices; the points in blst's affine layout.
+    check(unsafe {
+        cuzk_gpu_msm_g1_wide(
+            device,
+            blst_affines(points).as_ptr(),
+            scalars.as_ptr(),
+            points.len(),
+            affine,
+            &mut out,
+        )
+    })?;
+    Ok(projective::<G1Affine>(out))
 }
 
 impl Srs {
-    #[allow(clippy::type_complexity)]
-    pub(super) fn compare_h_msm(
-        &self,
-        scalars: &[Scalar],
-    ) -> Result<((G1Projective, Duration), (G1Projective, Duration)), GpuError> {
-        let mut out = [blst_p1::default(); 2];
-        let mut ms = [0f64; 2];
+    pub(super) fn compare_h_msm(&self, scalars: &[Scalar]) -> Result<super::HMsmComparison, GpuError> {
+        let mut out = [blst_p1::default(); 3];
+        let mut ms = [0f64; 3];
         // SAFETY: the caller checked the length against the H section; the
-        // outputs are two points and two numbers.
+        // outputs are three points and three numbers.
         check(unsafe {
             cuzk_gpu_h_msm_compare(
                 self.handle,
@@ -704,10 +721,14 @@ impl Srs {
                 ms.as_mut_ptr(),
             )
         })?;
-        let time = |m: f64| Duration::from_secs_f64(m / 1000.0);
-        Ok((
-            (projective::<G1Affine>(out[0]), time(ms[0])),
-            (projective::<G1Affine>(out[1]), time(ms[1])),
-        ))
+        let timed = |k: usize| super::TimedMsm {
+            result: projective::<G1Affine>(out[k]),
+            time: Duration::from_secs_f64(ms[k] / 1000.0),
+        };
+        Ok(super::HMsmComparison {
+            sppark: timed(0),
+            wide_xyzz: timed(1),
+            wide_affine: timed(2),
+        })
     }
 }

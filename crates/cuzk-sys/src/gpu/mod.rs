@@ -527,9 +527,24 @@ pub fn msm_g1(device: usize, points: &[G1Affine], scalars: &[Scalar]) -> Result<
     msm(device, points, scalars)
 }
 
+/// How the wide kernel sums each window's buckets, for the checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WideAccumulation {
+    /// XYZZ mixed additions only.
+    Xyzz,
+    /// Every batch-affine round first, whatever the bucket sizes (in
+    /// production the rounds run only while they pay).
+    AffineRounds,
+}
+
 /// Dense G1 MSM on `device` with host inputs (Montgomery scalars) through
 /// cuzk's wide-window kernel, the H MSM's: for the checks against blst.
-pub fn msm_g1_wide(device: usize, points: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, GpuError> {
+pub fn msm_g1_wide(
+    device: usize,
+    points: &[G1Affine],
+    scalars: &[Scalar],
+    accumulation: WideAccumulation,
+) -> Result<G1Projective, GpuError> {
     if points.len() != scalars.len() {
         return Err(GpuError::Invalid(format!(
             "{} points, {} scalars",
@@ -537,18 +552,34 @@ pub fn msm_g1_wide(device: usize, points: &[G1Affine], scalars: &[Scalar]) -> Re
             scalars.len()
         )));
     }
-    backend::msm_g1_wide(device_ordinal(device)?, points, scalars)
+    backend::msm_g1_wide(device_ordinal(device)?, points, scalars, accumulation)
+}
+
+/// One MSM's result and device time.
+#[derive(Clone, Copy, Debug)]
+pub struct TimedMsm {
+    /// The sum.
+    pub result: G1Projective,
+    /// Wall time of the call (device work and its synchronisation).
+    pub time: Duration,
+}
+
+/// The H MSM three ways on the same resident points and device scalars.
+#[derive(Clone, Copy, Debug)]
+pub struct HMsmComparison {
+    /// sppark's Pippenger.
+    pub sppark: TimedMsm,
+    /// cuzk's wide kernel, XYZZ sums only.
+    pub wide_xyzz: TimedMsm,
+    /// cuzk's wide kernel with its batch-affine rounds (as in production).
+    pub wide_affine: TimedMsm,
 }
 
 impl GpuSrs {
     /// The H MSM over the resident H section's first `scalars.len()` points,
-    /// by sppark's Pippenger and by cuzk's wide kernel, one after the other:
-    /// (sppark's result and time, the wide kernel's result and time).
-    #[allow(clippy::type_complexity)]
-    pub fn compare_h_msm(
-        &self,
-        scalars: &[Scalar],
-    ) -> Result<((G1Projective, Duration), (G1Projective, Duration)), GpuError> {
+    /// by sppark's Pippenger and by cuzk's wide kernel without and with its
+    /// affine rounds, one after the other.
+    pub fn compare_h_msm(&self, scalars: &[Scalar]) -> Result<HMsmComparison, GpuError> {
         if self.streamed || scalars.len() > self.lens[0] {
             return Err(GpuError::Invalid(
                 "needs resident parameters and at most the H section's points".into(),

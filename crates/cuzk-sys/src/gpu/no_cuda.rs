@@ -52,22 +52,13 @@ pub(super) fn msm_g1_wide(
     _device: i32,
     _points: &[blstrs::G1Affine],
     _scalars: &[Scalar],
+    _accumulation: super::WideAccumulation,
 ) -> Result<blstrs::G1Projective, GpuError> {
     Err(GpuError::Disabled)
 }
 
 impl Srs {
-    #[allow(clippy::type_complexity)]
-    pub(super) fn compare_h_msm(
-        &self,
-        _scalars: &[Scalar],
-    ) -> Result<
-        (
-            (blstrs::G1Projective, std::time::Duration),
-            (blstrs::G1Projective, std::time::Duration),
-        ),
-        GpuError,
-    > {
+    pub(super) fn compare_h_msm(&self, _scalars: &[Scalar]) -> Result<super::HMsmComparison, GpuError> {
         match *self {}
     }
 }
