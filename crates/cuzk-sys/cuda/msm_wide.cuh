@@ -12,9 +12,12 @@
 //      (point index, sign in bit 31);
 //   2. CUB's radix sort of the pairs by key, so each bucket's points are
 //      one run;
-//   3. accumulate: one thread per chunk of the sorted pairs sums its runs
-//      in XYZZ coordinates (sppark's bucket type and mixed addition), the
-//      runs cut by chunk edges summed again level by level;
+//   3. accumulate: batch-affine rounds first (neighbours in the same
+//      bucket added in affine form, one inversion shared by 32 pairs;
+//      while at least half the pairs merge, at most 3 rounds), then one
+//      thread per chunk of what is left sums its runs in XYZZ coordinates
+//      (sppark's bucket type and mixed addition), the runs cut by chunk
+//      edges summed again level by level;
 //   4. reduce: sum_k (k + 1) B_k by segments of SEG buckets (running sums
 //      from the top), each segment's result raised by its offset, then the
 //      segments of a window summed in groups on the device;
@@ -23,7 +26,15 @@
 // Device memory: the scalars in canonical form (32 n bytes), keys and
 // values twice for the sort (16 n bytes), CUB's temporaries (about 8 n
 // bytes), one window's buckets (2^(c-1) x 192 bytes) and the chunks'
-// partial sums (2 n / CHUNK x 196 bytes): about 9.3 GB at 2^27.
+// partial sums (2 n / CHUNK x 196 bytes): about 9.3 GB at 2^27; the
+// affine rounds add their two output buffers (0.625 n and 0.375 n
+// entries of 100 bytes) and the running products (24 n bytes), about
+// 16.6 GB more at 2^27, and are left out where the device lacks room.
+//
+// Measured on an H200 (BENCHMARKS.md, issue 15): the rounds do 86 % of
+// the additions at 2.4 G/s against the XYZZ sums' 2.1 G/s; they read
+// every point twice (forward and backward pass) and store the running
+// products, so memory traffic, not multiplications, bounds them.
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
