@@ -782,10 +782,10 @@ static void prepare_abc(stream_t& work, fr_t* d, int k, uint32_t lg)
 }
 
 // Where Auto takes the wide kernel for the H MSM: from 2^25 - 1 points,
-// with room for its working set. Measured
-// on an H200 (BENCHMARKS.md, issue 15) it is faster than sppark's at 2^26
-// and 2^27 points and not at 2^24 (0.97-1.00x), where its 13 windows'
-// fixed costs (sort passes, reduction) weigh more.
+// with room for its working set. Measured on an H200 (BENCHMARKS.md,
+// issue 15) it is faster than sppark's at 2^26 and 2^27 points and not at
+// 2^24 (0.92-0.99x), where its 13 windows' fixed costs (sort passes,
+// reduction) weigh more.
 static const size_t WIDE_H_MIN_POINTS = ((size_t)1 << 25) - 1;
 
 // Whether the H MSM over n resident points takes the wide kernel, and if

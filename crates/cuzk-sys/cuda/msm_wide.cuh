@@ -53,7 +53,7 @@ static const uint32_t NONE = 0xffffffffu;
 // Canonical (non-Montgomery) copies of the scalars: out[i] = in[i], or
 // with lg_rev > 0 in[i bit-reversed over lg_rev bits] (the H scalars come
 // out of the NTT in that order: reading them through the permutation here
-// costs nothing beyond the copy).
+// replaces a separate permutation pass).
 __global__ void to_canonical(fr_t* out, const fr_t* in, size_t n, bool mont,
                              uint32_t lg_rev)
 {
@@ -555,7 +555,8 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
     CUDA_OK(cudaGetLastError());
 
     // CUZK_WIDE_MSM_PROFILE=1: each phase's device time, summed over the
-    // windows, on stderr (events between the launches: no extra syncs).
+    // windows, on stderr (events between the launches: no syncs beyond
+    // the window's own and the affine rounds').
     static const bool profile = std::getenv("CUZK_WIDE_MSM_PROFILE") != nullptr;
     cudaEvent_t ev[6];
     float phase_ms[5] = {0, 0, 0, 0, 0};

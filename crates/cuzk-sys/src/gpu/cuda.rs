@@ -582,29 +582,29 @@ pub(super) fn msm<C: GpuCurve>(
     points: &[C],
     scalars: &[Scalar],
 ) -> Result<C::Projective, GpuError> {
-    msm_by::<C>(C::MSM, device, points, scalars)
+    msm_by::<C>(points, scalars, |p, s, n, out| {
+        // SAFETY: msm_by passes n points in blst's affine layout, n
+        // scalars and one output point.
+        unsafe { (C::MSM)(device, p, s, n, out) }
+    })
 }
 
-/// A dense MSM of host inputs through `kernel` (sppark's, or the wide one).
+/// A dense MSM of host inputs through `kernel(points, scalars, n, out)`
+/// (sppark's, or the wide one).
 fn msm_by<C: GpuCurve>(
-    kernel: MsmFn<C>,
-    device: i32,
     points: &[C],
     scalars: &[Scalar],
+    kernel: impl FnOnce(*const C::BlstAffine, *const Scalar, usize, *mut C::BlstPoint) -> sppark::Error,
 ) -> Result<C::Projective, GpuError> {
-    // The caller checks this; the FFI call relies on it.
+    // The caller checks this; the kernel relies on it.
     assert_eq!(points.len(), scalars.len(), "GPU MSM: length mismatch");
     let mut out = C::BlstPoint::default();
-    // SAFETY: equal-length slices; the points in blst's affine layout.
-    check(unsafe {
-        kernel(
-            device,
-            blst_affines(points).as_ptr(),
-            scalars.as_ptr(),
-            points.len(),
-            &mut out,
-        )
-    })?;
+    check(kernel(
+        blst_affines(points).as_ptr(),
+        scalars.as_ptr(),
+        points.len(),
+        &mut out,
+    ))?;
     Ok(projective::<C>(out))
 }
 
@@ -684,26 +684,16 @@ pub(super) fn msm_g1_wide(
     scalars: &[Scalar],
     accumulation: super::WideAccumulation,
 ) -> Result<G1Projective, GpuError> {
-    // The caller checks this; the FFI call relies on it.
-    assert_eq!(points.len(), scalars.len(), "GPU MSM: length mismatch");
     // The C side's affine modes: 0 = XYZZ sums only, 2 = every round.
     let affine = match accumulation {
         super::WideAccumulation::Xyzz => 0,
         super::WideAccumulation::AffineRounds => 2,
     };
-    let mut out = blst_p1::default();
-    // SAFETY: equal-length slices; the points in blst's affine layout.
-    check(unsafe {
-        cuzk_gpu_msm_g1_wide(
-            device,
-            blst_affines(points).as_ptr(),
-            scalars.as_ptr(),
-            points.len(),
-            affine,
-            &mut out,
-        )
-    })?;
-    Ok(projective::<G1Affine>(out))
+    msm_by::<G1Affine>(points, scalars, |p, s, n, out| {
+        // SAFETY: msm_by passes n points in blst's affine layout, n
+        // scalars and one output point.
+        unsafe { cuzk_gpu_msm_g1_wide(device, p, s, n, affine, out) }
+    })
 }
 
 impl Srs {

@@ -101,7 +101,7 @@ pub struct Tuning {
 /// sppark's, which streams the points).
 ///
 /// The default is `Auto`: cuzk's wide kernel from 2^25 - 1 points, where
-/// it measured faster than sppark's on an H200 (1.20x at 2^27, BENCHMARKS.md
+/// it measured faster than sppark's on an H200 (1.23x at 2^27, BENCHMARKS.md
 /// issue 15), sppark's below.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum HMsmKernel {
