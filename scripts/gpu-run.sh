@@ -6,7 +6,9 @@
 #                                       which needs a binary built with FEATURES=supraseal;
 #                                       THROUGHPUT=N: N partitions from two threads, a, b, c
 #                                       uploaded in the region beside uploaded ahead;
-#                                       HMSM=1: the H MSM, sppark's beside cuzk's wide kernel)
+#                                       HMSM=1: the H MSM, sppark's beside cuzk's wide kernel;
+#                                       HSERIAL=1: the region again with the wide H MSM before,
+#                                       not beside, the other MSMs)
 #   scripts/gpu-run.sh soak             COUNT (1000) small proofs in a row, RSS and VRAM sampled
 #   scripts/gpu-run.sh fullscale        32 GiB-shaped PoRep proofs (10 x 2^27) through the
 #                                       embedded engine, beside supraseal-c2 (FEATURES=supraseal
@@ -50,7 +52,7 @@ case "$mode" in
     args=()
     for k in "$@"; do args+=(--log2 "$k"); done
     timeout "${BENCH_TIMEOUT:-420}" "$bin" gpu-bench "${args[@]}" ${SUPRASEAL:+--supraseal} --repeat "${REPEAT:-3}" \
-      ${THROUGHPUT:+--throughput $THROUGHPUT} ${HMSM:+--h-msm} --json "$out/gpu-bench.json" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
+      ${THROUGHPUT:+--throughput $THROUGHPUT} ${HMSM:+--h-msm} ${HSERIAL:+--h-serial} --json "$out/gpu-bench.json" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
     ;;
   soak)
     # Issue 12.10: many small proofs in a row on the GPU (embedded engine,

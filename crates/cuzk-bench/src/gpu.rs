@@ -53,6 +53,11 @@ pub struct BenchArgs {
     /// witness-shaped ones), results compared.
     #[arg(long)]
     h_msm: bool,
+    /// Then the same proofs again with the wide H MSM run before the L, A
+    /// and B MSMs instead of beside them on a stream of its own (the
+    /// default), the CUDA regions side by side.
+    #[arg(long)]
+    h_serial: bool,
     /// Also write the figures, with the build and the host, as JSON
     /// (docs/bench/SCHEMA.md).
     #[arg(long, value_name = "FILE")]
@@ -115,6 +120,13 @@ struct GpuRow {
     /// in production), each followed by `random` or `witness-shaped`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     h_msm_ms: BTreeMap<String, f64>,
+    /// `--h-serial`: the median phases with the wide H MSM before the
+    /// other MSMs (`phases_ms` has it beside them), and whether those
+    /// proofs' bytes equal the default schedule's.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    serial_h_phases_ms: BTreeMap<String, f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    serial_h_bytes_equal: Option<bool>,
 }
 
 /// The median of each phase, by name.
@@ -144,8 +156,8 @@ fn phase_medians(phases: &[cuzk_core::ProveTimings], witness: bool) -> BTreeMap<
     out
 }
 
-fn open_gpu(residency: Residency) -> anyhow::Result<(CudaBackend, DeviceRecord)> {
-    let gpu = CudaBackend::detect(&[], residency, Tuning::default())
+fn open_gpu(residency: Residency, tuning: Tuning) -> anyhow::Result<(CudaBackend, DeviceRecord)> {
+    let gpu = CudaBackend::detect(&[], residency, tuning)
         .into_iter()
         .next()
         .context("no CUDA device (or built without --features cuda)")?;
@@ -193,6 +205,31 @@ fn gpu_proof(
     )?)
 }
 
+/// One warm-up proof (it uploads the parameters), then `repeat` timed
+/// ones: the last proof's bytes, each timed proof's wall time and phases.
+fn timed_proofs(
+    gpu: &CudaBackend,
+    assignment: &ProvingAssignment,
+    params: &Arc<ProvingParameters>,
+    repeat: usize,
+    r: Scalar,
+    s: Scalar,
+) -> anyhow::Result<([u8; 192], Vec<Duration>, Vec<cuzk_core::ProveTimings>)> {
+    let mut bytes = [0u8; 192];
+    let (mut totals, mut phases) = (Vec::new(), Vec::new());
+    for run in 0..=repeat {
+        let t = Instant::now();
+        let (proof, timings) = gpu_proof(gpu, assignment.clone(), params, Randomness::Fixed { r, s })?;
+        let total = t.elapsed();
+        bytes = proof_to_bytes(&proof);
+        if run > 0 {
+            totals.push(total);
+            phases.push(timings);
+        }
+    }
+    Ok((bytes, totals, phases))
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -233,21 +270,9 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         let (r, s) = (Scalar::from(7u64), Scalar::from(11u64));
 
         // Ours: one warm-up (uploads the parameters), then timed runs.
-        let (gpu, device) = open_gpu(args.residency)?;
+        let (gpu, device) = open_gpu(args.residency, Tuning::default())?;
         results.device = Some(device);
-        let mut ours_bytes = [0u8; 192];
-        let (mut totals, mut phases) = (Vec::new(), Vec::new());
-        for run in 0..=args.repeat {
-            let assignment = assignment.clone();
-            let t = Instant::now();
-            let (proof, timings) = gpu_proof(&gpu, assignment, &params, Randomness::Fixed { r, s })?;
-            let total = t.elapsed();
-            ours_bytes = proof_to_bytes(&proof);
-            if run > 0 {
-                totals.push(total);
-                phases.push(timings);
-            }
-        }
+        let (ours_bytes, totals, phases) = timed_proofs(&gpu, &assignment, &params, args.repeat, r, s)?;
         let cpu_bytes = if k <= 22 {
             Some(cpu_proof(assignment.clone(), &params, r, s)?)
         } else {
@@ -301,6 +326,34 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         }
         let ordinal = gpu.ordinal();
         drop(gpu);
+        if args.h_serial {
+            // A second backend with the other schedule (the first is gone:
+            // two resident copies of the parameters would not fit at 2^27).
+            let tuning = Tuning {
+                h_msm_serial: true,
+                ..Tuning::default()
+            };
+            let (serial, _) = open_gpu(args.residency, tuning)?;
+            let (bytes, _, serial_phases) = timed_proofs(&serial, &assignment, &params, args.repeat, r, s)?;
+            let p = |f: &dyn Fn(&cuzk_core::ProveTimings) -> Duration| {
+                ms(median(serial_phases.iter().map(f).collect()))
+            };
+            println!(
+                "2^{k} ours, H MSM before the other MSMs: CUDA region {:.0} = upload {:.0} + NTTs {:.0} + H {:.0} + L {:.0} + A {:.0} + B_G1 {:.0} + B_G2 {:.0} (beside them: {:.0}); same bytes: {}",
+                p(&|t| t.gpu_region),
+                p(&|t| t.upload),
+                p(&|t| t.h_fft),
+                p(&|t| t.h_msm),
+                p(&|t| t.l_msm),
+                p(&|t| t.a_msm),
+                p(&|t| t.b_g1_msm),
+                p(&|t| t.b_g2_msm),
+                row.phases_ms["gpu_region"],
+                bytes == ours_bytes
+            );
+            row.serial_h_phases_ms = phase_medians(&serial_phases, false);
+            row.serial_h_bytes_equal = Some(bytes == ours_bytes);
+        }
         if args.h_msm {
             h_msm_side_by_side(ordinal, k, &params, &assignment, &mut row)?;
         }
@@ -483,7 +536,7 @@ fn supraseal_run(
 /// parameters, same r, s, one run.
 fn bench_witness(args: &BenchArgs, results: &mut GpuResults) -> anyhow::Result<()> {
     use cuzk_core::{CompiledR1cs, PartitionData, PartitionWitness, SyntheticCircuit};
-    let (gpu, device) = open_gpu(args.residency)?;
+    let (gpu, device) = open_gpu(args.residency, Tuning::default())?;
     results.device = Some(device);
     println!("| k | path | ms/partition | host prepare | CUDA region | upload | a,b,c | classify | NTTs | H | L | A | B_G1 | B_G2 | host bytes in flight |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");

@@ -95,6 +95,7 @@ struct cuzk_tuning_t {
     size_t stream_chunk;           // points per streamed chunk
     size_t msm_window;             // most "other" points per Pippenger MSM
     uint32_t h_msm;                // H MSM kernel: H_MSM_AUTO, _SPPARK or _WIDE
+    uint32_t h_serial;             // 1: the wide H MSM before the other MSMs, not beside them
 };
 
 // Which kernel computes the H MSM over resident points: cuzk's wide-window
@@ -788,42 +789,147 @@ static void prepare_abc(stream_t& work, fr_t* d, int k, uint32_t lg)
 // reduction) weigh more.
 static const size_t WIDE_H_MIN_POINTS = ((size_t)1 << 25) - 1;
 
-// Whether the H MSM over n resident points takes the wide kernel, and if
-// so with the affine rounds (which need about 124 bytes a point more)
-// where the device has room for them.
-static bool use_wide_h(uint32_t h_kernel, size_t n, wide_msm::affine_mode_t* affine)
+// How a region computes its H MSM: by the wide kernel or sppark's, the
+// wide kernel's accumulation, and whether it runs beside the L, A and B
+// MSMs (h_msm_beside_t) or before them.
+struct h_choice_t {
+    bool wide = false;
+    wide_msm::affine_mode_t affine = wide_msm::AFFINE_OFF;
+    bool beside = false;
+};
+
+// The choice for n resident points, from the device memory free once b
+// and c are released. `beside_bytes` is what the L, A and B MSMs allocate
+// at most while an H MSM beside them still holds its working set. In
+// order of preference: beside them with the affine rounds (about 124
+// bytes a point more than XYZZ sums alone), beside them without, before
+// them with, before them without; else sppark's (unless the wide kernel
+// is forced).
+static h_choice_t choose_h(const cuzk_tuning_t& tuning, size_t n, size_t beside_bytes)
 {
-    *affine = wide_msm::AFFINE_OFF;
-    if (h_kernel == H_MSM_SPPARK)
-        return false;
-    if (h_kernel != H_MSM_WIDE && n < WIDE_H_MIN_POINTS)
-        return false;
+    h_choice_t choice;
+    if (tuning.h_msm == H_MSM_SPPARK)
+        return choice;
+    if (tuning.h_msm != H_MSM_WIDE && n < WIDE_H_MIN_POINTS)
+        return choice;
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
         (void)cudaGetLastError();
-        return h_kernel == H_MSM_WIDE;
+        choice.wide = tuning.h_msm == H_MSM_WIDE;
+        return choice;
     }
     const size_t spare = (size_t)1 << 30;
-    if (wide_msm::working_bytes(n, wide_msm::AFFINE_AUTO) + spare <= free_b) {
-        *affine = wide_msm::AFFINE_AUTO;
-        return true;
+    for (bool beside : {true, false}) {
+        if (beside && tuning.h_serial)
+            continue;
+        for (wide_msm::affine_mode_t affine : {wide_msm::AFFINE_AUTO, wide_msm::AFFINE_OFF}) {
+            if (wide_msm::working_bytes(n, affine) + spare + (beside ? beside_bytes : 0) <= free_b) {
+                choice.wide = true;
+                choice.affine = affine;
+                choice.beside = beside;
+                return choice;
+            }
+        }
     }
-    return h_kernel == H_MSM_WIDE || wide_msm::working_bytes(n, wide_msm::AFFINE_OFF) + spare <= free_b;
+    choice.wide = tuning.h_msm == H_MSM_WIDE;
+    return choice;
+}
+
+// The wide kernel over `srs`'s resident H section and the bit-reversed H
+// coefficients. Should its allocations fail with the affine rounds (an
+// upload ahead may have taken the room since the choice), it runs again
+// with XYZZ sums alone, which need about a third as much.
+static point_t wide_h_msm(const cuzk_gpu_srs_t* srs, const fr_t* scalars, uint32_t lg,
+                          wide_msm::affine_mode_t affine, stream_t& stream, int sm_count)
+{
+    const affine_h* points = (const affine_h*)(const affine_t*)srs->h;
+    const size_t n = ((size_t)1 << lg) - 1;
+    if (affine != wide_msm::AFFINE_OFF) {
+        try {
+            return wide_msm::msm(points, scalars, n, true, lg, affine, stream, sm_count);
+        } catch (const cuda_error& e) {
+            if (e.code() != cudaErrorMemoryAllocation)
+                throw;
+            (void)cudaGetLastError();
+            stream.sync();
+        }
+    }
+    return wide_msm::msm(points, scalars, n, true, lg, wide_msm::AFFINE_OFF, stream, sm_count);
+}
+
+// The H MSM beside the L, A and B MSMs (issue 15 item 2): the wide kernel
+// on a stream and a host thread of its own while sppark's MSMs use their
+// gpu_t's three streams. Every wait on either side is on a stream, never
+// the device, so neither waits for the other, and each fills the SMs the
+// other leaves idle (the reduction's few threads, the host's share of
+// sppark's MSMs). (sppark's own H MSM cannot run this way: it uses those
+// same three streams.) The job holds the scalars until it is done; its
+// destructor waits for it, so no early return leaves it running.
+class h_msm_beside_t {
+    gpu_ptr_t<fr_t> scalars_;
+    std::future<std::pair<point_t, double>> done_;
+public:
+    void start(const cuzk_gpu_srs_t* srs, gpu_ptr_t<fr_t>&& scalars, uint32_t lg,
+               wide_msm::affine_mode_t affine, int sm_count)
+    {
+        scalars_ = std::move(scalars);
+        const fr_t* s = scalars_;
+        done_ = std::async(std::launch::async, [=]() {
+            set_device(srs->device);
+            stream_t stream{srs->device};
+            stopwatch_t clock;
+            point_t h = wide_h_msm(srs, s, lg, affine, stream, sm_count);
+            stream.sync();
+            return std::make_pair(h, clock.lap());
+        });
+    }
+    bool started() const { return done_.valid(); }
+    // Waits for the MSM: its result in out->h, its own duration in
+    // out->ms.h_msm (overlapping the other MSMs' times). Rethrows its error.
+    void finish(cuzk_partition_out_t* out)
+    {
+        std::pair<point_t, double> r = done_.get();
+        out->h = r.first;
+        out->ms.h_msm = r.second;
+    }
+};
+
+// Device bytes the witness path's classification of one MSM's scalars
+// (r1cs.cuh) holds at most per aux variable: the density-selected copy
+// (32), two rounds of flags and prefix sums (16), the other scalars and
+// their indices (36).
+static const size_t CLASSIFY_BYTES = 84;
+
+// Device bytes one witness-shaped MSM (structured_msm, resident points)
+// allocates at most: its bitmap, one window of gathered points, scalars
+// and indices, and sppark's temporaries for that window.
+static const size_t SPPARK_MSM_TEMP = (size_t)1 << 29;
+template<class C>
+static size_t structured_msm_bytes(const cuzk_msm_plan_t& plan, const cuzk_tuning_t& tuning)
+{
+    size_t window = tuning.msm_window ? tuning.msm_window : C::msm_window;
+    window = std::max(window, 2 * MIN_MSM);
+    size_t cap = std::min(plan.nothers, window + MIN_MSM);
+    return ((plan.npoints + 1023) / 1024) * 128
+        + cap * (sizeof(typename C::affine) + sizeof(scalar_t) + sizeof(uint32_t))
+        + SPPARK_MSM_TEMP;
 }
 
 // With a and b on the coset and c's coefficients (prepare_abc; device
 // memory, 2^lg each): H's coefficients in d[0], bit-reversed, by the
 // product, an inverse coset NTT and the subtraction of c (ms.ntt), then
-// the H MSM (ms.h_msm). The wide kernel reads the scalars through the bit
-// reversal; sppark's wants them in order, so they are permuted first. b and
-// c are freed once read, so the H MSM's temporaries (sppark's digits and,
-// streamed, its point buffers) fit beside `a` alone: a 16 GiB card runs a
-// 2^27 partition.
+// the H MSM (ms.h_msm), or with `beside` its start there (ms.h_msm comes
+// with h_msm_beside_t::finish). The wide kernel reads the scalars through
+// the bit reversal; sppark's wants them in order, so they are permuted
+// first. b and c are freed once read, so the H MSM's temporaries
+// (sppark's digits and, streamed, its point buffers) fit beside `a` alone:
+// a 16 GiB card runs a 2^27 partition. `beside_bytes`: see choose_h.
 // d[0] is sppark's device pointer type: its MSM then reads the scalars in
 // place (a raw pointer would be taken for host memory).
 static RustError quotient_and_h(const gpu_t& gpu, const cuzk_gpu_srs_t* srs,
                                 const affine_t* h_host, gpu_ptr_t<fr_t> (&d)[3],
-                                uint32_t lg, const fr_t& z_inv, uint32_t h_kernel,
+                                uint32_t lg, const fr_t& z_inv, const cuzk_tuning_t& tuning,
+                                size_t beside_bytes, h_msm_beside_t& beside,
                                 cuzk_partition_out_t* out, stopwatch_t& clock)
 {
     size_t n = (size_t)1 << lg;
@@ -838,17 +944,19 @@ static RustError quotient_and_h(const gpu_t& gpu, const cuzk_gpu_srs_t* srs,
     release(d[1]);
     release(d[2]);
     // Decided with b and c freed, as the MSM will run.
-    wide_msm::affine_mode_t affine;
-    const bool wide = !srs->streamed && use_wide_h(h_kernel, n - 1, &affine);
-    if (!wide) {
+    const h_choice_t h = srs->streamed ? h_choice_t{} : choose_h(tuning, n - 1, beside_bytes);
+    if (!h.wide) {
         ntt_permute::bit_rev(d[0], d[0], lg, work);
         work.sync();
     }
     out->ms.ntt = clock.lap();
 
-    if (wide) {
-        out->h = wide_msm::msm((const affine_h*)(const affine_t*)srs->h, d[0], n - 1,
-                               true, lg, affine, work, gpu.sm_count());
+    if (h.wide && h.beside) {
+        beside.start(srs, std::move(d[0]), lg, h.affine, gpu.sm_count());
+        return RustError{cudaSuccess};
+    }
+    if (h.wide) {
+        out->h = wide_h_msm(srs, d[0], lg, h.affine, work, gpu.sm_count());
         out->ms.h_msm = clock.lap();
         return RustError{cudaSuccess};
     }
@@ -945,6 +1053,8 @@ CUZK_TRY
         return RustError{cudaErrorInvalidValue, "staged a, b, c do not fit this partition"};
     bool streamed = srs->streamed;
     const affine_t* h_points = streamed ? host->h : (const affine_t*)srs->h;
+    const cuzk_tuning_t& tuning = p->tuning;
+    h_msm_beside_t h_beside;
     {
         gpu_ptr_t<fr_t> d[3];
         stream_t& work = gpu[0];
@@ -980,12 +1090,16 @@ CUZK_TRY
             copy.sync();
             out->ms.upload = clock.lap();
         }
-        RustError err = quotient_and_h(gpu, srs, h_points, d, p->lg_domain,
-                                       p->z_inv, p->tuning.h_msm, out, clock);
+        // Beside the H MSM, the L, A and B MSMs' windows one at a time.
+        const size_t beside_bytes = std::max(
+            {structured_msm_bytes<g1_curve>(p->l, tuning),
+             structured_msm_bytes<g1_curve>(p->a_aux, tuning),
+             structured_msm_bytes<g2_curve>(p->b_aux, tuning)});
+        RustError err = quotient_and_h(gpu, srs, h_points, d, p->lg_domain, p->z_inv, tuning,
+                                       beside_bytes, h_beside, out, clock);
         if (err.code != cudaSuccess)
             return err;
     }
-    const cuzk_tuning_t& tuning = p->tuning;
     out->l = structured_msm<g1_curve>(gpu, streamed ? host->l : (const affine_t*)srs->l,
                                       streamed, p->l, tuning);
     out->ms.l_msm = clock.lap();
@@ -999,6 +1113,8 @@ CUZK_TRY
                                          streamed, p->b_aux, tuning);
     out->ms.b_g2_msm = clock.lap();
     gpu.sync();
+    if (h_beside.started())
+        h_beside.finish(out);
     return RustError{cudaSuccess};
 CUZK_CATCH
 }
@@ -1161,6 +1277,8 @@ CUZK_TRY
         gpu[0].sync();
         out->ms.upload = clock.lap();
     }
+    const cuzk_tuning_t& tuning = p->tuning;
+    h_msm_beside_t h_beside;
     {
         gpu_ptr_t<fr_t> d[3] = {device_alloc<fr_t>(n), device_alloc<fr_t>(n),
                                 device_alloc<fr_t>(n)};
@@ -1170,12 +1288,19 @@ CUZK_TRY
         out->ms.abc = clock.lap();
         for (int k = 0; k < 3; k++)
             prepare_abc(gpu[0], abc[k], k, p->lg_domain);
-        RustError err = quotient_and_h(gpu, srs, nullptr, d, p->lg_domain,
-                                       p->z_inv, p->tuning.h_msm, out, clock);
+        // Beside the H MSM, one MSM's classification (CLASSIFY_BYTES an
+        // aux variable at most) and its largest window.
+        cuzk_msm_plan_t all{};
+        all.npoints = r->num_aux;
+        all.nothers = r->num_aux;
+        const size_t beside_bytes = CLASSIFY_BYTES * r->num_aux
+            + std::max(structured_msm_bytes<g1_curve>(all, tuning),
+                       structured_msm_bytes<g2_curve>(all, tuning));
+        RustError err = quotient_and_h(gpu, srs, nullptr, d, p->lg_domain, p->z_inv, tuning,
+                                       beside_bytes, h_beside, out, clock);
         if (err.code != cudaSuccess)
             return err;
     }
-    const cuzk_tuning_t& tuning = p->tuning;
     double classify_ms = 0;
     {
         device_plan_t l = classify(gpu, d_aux, r->num_aux);
@@ -1206,6 +1331,8 @@ CUZK_TRY
     }
     out->ms.classify = classify_ms;
     gpu.sync();
+    if (h_beside.started())
+        h_beside.finish(out);
     return RustError{cudaSuccess};
 CUZK_CATCH
 }

@@ -43,6 +43,7 @@ struct TuningC {
     stream_chunk: usize,
     msm_window: usize,
     h_msm: u32,
+    h_serial: u32,
 }
 
 /// `cuzk_partition_t`.
@@ -621,6 +622,7 @@ fn tuning_c(tuning: &super::Tuning) -> TuningC {
         stream_chunk: tuning.stream_chunk,
         msm_window: tuning.msm_window,
         h_msm: tuning.h_msm.code(),
+        h_serial: u32::from(tuning.h_msm_serial),
     }
 }
 

@@ -95,6 +95,10 @@ pub struct Tuning {
     pub msm_window: usize,
     /// Which kernel computes the H MSM over resident parameters.
     pub h_msm: HMsmKernel,
+    /// Run the wide H MSM before the L, A and B MSMs instead of beside
+    /// them on a stream of its own (false, the default, where device
+    /// memory has room for both working sets). For measurement and checks.
+    pub h_msm_serial: bool,
 }
 
 /// The H MSM's kernel (resident parameters; streamed ones always use
@@ -159,7 +163,8 @@ pub struct RegionTimings {
     /// The NTTs and the quotient on the coset, beyond what overlapped the
     /// upload.
     pub ntt: Duration,
-    /// H MSM.
+    /// H MSM: its own duration, which with the wide kernel beside the
+    /// other MSMs (the default) overlaps theirs.
     pub h_msm: Duration,
     /// L MSM.
     pub l_msm: Duration,
