@@ -205,6 +205,22 @@ fn gpu_proof(
     )?)
 }
 
+/// "CUDA region R = upload + NTTs + H + L + A + B_G1 + B_G2", medians in ms.
+fn region_breakdown(phases: &[cuzk_core::ProveTimings]) -> String {
+    let p = |f: &dyn Fn(&cuzk_core::ProveTimings) -> Duration| ms(median(phases.iter().map(f).collect()));
+    format!(
+        "CUDA region {:.0} = upload {:.0} + NTTs {:.0} + H {:.0} + L {:.0} + A {:.0} + B_G1 {:.0} + B_G2 {:.0}",
+        p(&|t| t.gpu_region),
+        p(&|t| t.upload),
+        p(&|t| t.h_fft),
+        p(&|t| t.h_msm),
+        p(&|t| t.l_msm),
+        p(&|t| t.a_msm),
+        p(&|t| t.b_g1_msm),
+        p(&|t| t.b_g2_msm),
+    )
+}
+
 /// One warm-up proof (it uploads the parameters), then `repeat` timed
 /// ones: the last proof's bytes, each timed proof's wall time and phases.
 fn timed_proofs(
@@ -281,19 +297,12 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         let ours = median(totals);
         let p = |f: &dyn Fn(&cuzk_core::ProveTimings) -> Duration| ms(median(phases.iter().map(f).collect()));
         println!(
-            "2^{k} ours{}: {:.0} ms/partition (prepare {:.0}, lock wait {:.0}, CUDA region {:.0} = upload {:.0} + NTTs {:.0} + H {:.0} + L {:.0} + A {:.0} + B_G1 {:.0} + B_G2 {:.0}; finish waited {:.0}, epilogue {:.1})",
+            "2^{k} ours{}: {:.0} ms/partition (prepare {:.0}, lock wait {:.0}, {}; finish waited {:.0}, epilogue {:.1})",
             if phases[0].streamed { " (parameters streamed from host)" } else { "" },
             ms(ours),
             p(&|t| t.prepare),
             p(&|t| t.lock_wait),
-            p(&|t| t.gpu_region),
-            p(&|t| t.upload),
-            p(&|t| t.h_fft),
-            p(&|t| t.h_msm),
-            p(&|t| t.l_msm),
-            p(&|t| t.a_msm),
-            p(&|t| t.b_g1_msm),
-            p(&|t| t.b_g2_msm),
+            region_breakdown(&phases),
             p(&|t| t.g2_wait),
             p(&|t| t.epilogue),
         );
@@ -335,19 +344,9 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
             };
             let (serial, _) = open_gpu(args.residency, tuning)?;
             let (bytes, _, serial_phases) = timed_proofs(&serial, &assignment, &params, args.repeat, r, s)?;
-            let p = |f: &dyn Fn(&cuzk_core::ProveTimings) -> Duration| {
-                ms(median(serial_phases.iter().map(f).collect()))
-            };
             println!(
-                "2^{k} ours, H MSM before the other MSMs: CUDA region {:.0} = upload {:.0} + NTTs {:.0} + H {:.0} + L {:.0} + A {:.0} + B_G1 {:.0} + B_G2 {:.0} (beside them: {:.0}); same bytes: {}",
-                p(&|t| t.gpu_region),
-                p(&|t| t.upload),
-                p(&|t| t.h_fft),
-                p(&|t| t.h_msm),
-                p(&|t| t.l_msm),
-                p(&|t| t.a_msm),
-                p(&|t| t.b_g1_msm),
-                p(&|t| t.b_g2_msm),
+                "2^{k} ours, H MSM before the other MSMs: {} (beside them: {:.0}); same bytes: {}",
+                region_breakdown(&serial_phases),
                 row.phases_ms["gpu_region"],
                 bytes == ours_bytes
             );
