@@ -7,6 +7,7 @@
 #                                       THROUGHPUT=N: N partitions from two threads, a, b, c
 #                                       uploaded in the region beside uploaded ahead;
 #                                       HMSM=1: the H MSM, sppark's beside cuzk's wide kernel;
+#                                       HMSM_PLANS="4:3 3:4": also under these affine round plans;
 #                                       HSERIAL=1: the region again with the wide H MSM before,
 #                                       not beside, the other MSMs)
 #   scripts/gpu-run.sh soak             COUNT (1000) small proofs in a row, RSS and VRAM sampled
@@ -51,6 +52,7 @@ case "$mode" in
   bench)
     args=()
     for k in "$@"; do args+=(--log2 "$k"); done
+    for p in ${HMSM_PLANS:-}; do args+=(--h-msm-plan "$p"); done
     timeout "${BENCH_TIMEOUT:-420}" "$bin" gpu-bench "${args[@]}" ${SUPRASEAL:+--supraseal} --repeat "${REPEAT:-3}" \
       ${THROUGHPUT:+--throughput $THROUGHPUT} ${HMSM:+--h-msm} ${HSERIAL:+--h-serial} --json "$out/gpu-bench.json" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
     ;;

@@ -53,6 +53,12 @@ pub struct BenchArgs {
     /// witness-shaped ones), results compared.
     #[arg(long)]
     h_msm: bool,
+    /// With --h-msm: the wide kernel's affine rounds also under this round
+    /// plan, ROUNDS:BLOCKS (at most ROUNDS rounds a window, 1 to 6; the
+    /// rounds' kernels built for BLOCKS blocks an SM, 3 or 4), after
+    /// production's plan on the same data; repeat the flag.
+    #[arg(long = "h-msm-plan", value_name = "ROUNDS:BLOCKS", value_parser = parse_round_plan)]
+    h_msm_plans: Vec<cuzk_sys::gpu::AffineRoundPlan>,
     /// Then the same proofs again with the wide H MSM run before the L, A
     /// and B MSMs instead of beside them on a stream of its own (the
     /// default), the CUDA regions side by side.
@@ -62,6 +68,16 @@ pub struct BenchArgs {
     /// (docs/bench/SCHEMA.md).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+}
+
+/// `ROUNDS:BLOCKS` as an affine round plan (ranges checked by cuzk-sys).
+fn parse_round_plan(text: &str) -> Result<cuzk_sys::gpu::AffineRoundPlan, String> {
+    let (rounds, blocks) = text.split_once(':').ok_or("expected ROUNDS:BLOCKS, e.g. 4:3")?;
+    let number = |t: &str| t.trim().parse::<u32>().map_err(|e| format!("{t:?}: {e}"));
+    Ok(cuzk_sys::gpu::AffineRoundPlan {
+        max_rounds: number(rounds)?,
+        min_blocks: number(blocks)?,
+    })
 }
 
 /// `gpu-bench`'s figures in the JSON report: medians per partition, ms.
@@ -116,8 +132,9 @@ struct GpuRow {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     throughput_region_ms: BTreeMap<String, f64>,
     /// `--h-msm`: the H MSM alone, ms, keyed `sppark_`, `wide_xyzz_` (the
-    /// wide kernel, XYZZ sums only) and `wide_` (with its affine rounds, as
-    /// in production), each followed by `random` or `witness-shaped`.
+    /// wide kernel, XYZZ sums only), `wide_` (with its affine rounds, as
+    /// in production) and `wide_rRbB_` (`--h-msm-plan R:B`), each followed
+    /// by `random` or `witness-shaped`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     h_msm_ms: BTreeMap<String, f64>,
     /// `--h-serial`: the median phases with the wide H MSM before the
@@ -354,7 +371,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
             row.serial_h_bytes_equal = Some(bytes == ours_bytes);
         }
         if args.h_msm {
-            h_msm_side_by_side(ordinal, k, &params, &assignment, &mut row)?;
+            h_msm_side_by_side(ordinal, k, &params, &assignment, &args.h_msm_plans, &mut row)?;
         }
 
         let mut theirs = None;
@@ -407,6 +424,7 @@ fn h_msm_side_by_side(
     k: u32,
     params: &ProvingParameters,
     assignment: &ProvingAssignment,
+    plans: &[cuzk_sys::gpu::AffineRoundPlan],
     row: &mut GpuRow,
 ) -> anyhow::Result<()> {
     use rand::SeedableRng;
@@ -431,13 +449,30 @@ fn h_msm_side_by_side(
     let mut shaped = assignment.a.clone();
     shaped.resize(n, Scalar::from(0u64));
     for (label, scalars) in [("random", &random), ("witness-shaped", &shaped)] {
-        srs.compare_h_msm(scalars)?; // warm-up
-        let runs = srs.compare_h_msm(scalars)?;
+        srs.compare_h_msm(scalars, plans)?; // warm-up
+        let runs = srs.compare_h_msm(scalars, plans)?;
         let (sppark, xyzz, affine) = (runs.sppark, runs.wide_xyzz, runs.wide_affine);
-        let equal = sppark.result == xyzz.result && sppark.result == affine.result;
+        let others_equal = runs
+            .other_plans
+            .iter()
+            .all(|(_, run)| run.result == sppark.result);
+        let equal = sppark.result == xyzz.result && sppark.result == affine.result && others_equal;
+        let others: String = runs
+            .other_plans
+            .iter()
+            .map(|(plan, run)| {
+                format!(
+                    ", plan {}:{} {:.0} ms ({:.2}x)",
+                    plan.max_rounds,
+                    plan.min_blocks,
+                    ms(run.time),
+                    ms(sppark.time) / ms(run.time)
+                )
+            })
+            .collect();
         println!(
             "2^{k} H MSM, {n} points, {label} scalars: sppark {:.0} ms, cuzk wide (XYZZ) {:.0} ms ({:.2}x), \
-             cuzk wide (affine rounds) {:.0} ms ({:.2}x), results equal: {equal}",
+             cuzk wide (affine rounds) {:.0} ms ({:.2}x){others}, results equal: {equal}",
             ms(sppark.time),
             ms(xyzz.time),
             ms(sppark.time) / ms(xyzz.time),
@@ -450,6 +485,10 @@ fn h_msm_side_by_side(
         row.h_msm_ms.insert(format!("sppark_{label}"), ms(sppark.time));
         row.h_msm_ms.insert(format!("wide_xyzz_{label}"), ms(xyzz.time));
         row.h_msm_ms.insert(format!("wide_{label}"), ms(affine.time));
+        for (plan, run) in &runs.other_plans {
+            let key = format!("wide_r{}b{}_{label}", plan.max_rounds, plan.min_blocks);
+            row.h_msm_ms.insert(key, ms(run.time));
+        }
     }
     Ok(())
 }

@@ -1379,10 +1379,13 @@ CUZK_CATCH
 // The H MSM over `srs`'s resident H section and n host scalars
 // (Montgomery), one after the other on the same device data: by sppark's
 // Pippenger (out[0], ms[0]), by the wide kernel with XYZZ sums only
-// (out[1], ms[1]) and with its affine rounds (out[2], ms[2]).
+// (out[1], ms[1]) and with its affine rounds under each of `nplans` round
+// plans (out[2 + i], ms[2 + i]; plan i is plans[2 i] rounds at most and
+// plans[2 i + 1] blocks an SM, 0 and 0 for production's plan).
 extern "C" RustError cuzk_gpu_h_msm_compare(const cuzk_gpu_srs_t* srs,
                                             const scalar_t* scalars, size_t n,
-                                            point_t out[3], double ms[3])
+                                            const uint32_t* plans, size_t nplans,
+                                            point_t* out, double* ms)
 {
 CUZK_TRY
     if (srs->streamed || n > srs->nh)
@@ -1401,12 +1404,21 @@ CUZK_TRY
             return err;
     }
     ms[0] = clock.lap();
-    const wide_msm::affine_mode_t modes[2] = {wide_msm::AFFINE_OFF, wide_msm::AFFINE_AUTO};
-    for (int k = 0; k < 2; k++) {
-        out[1 + k] = wide_msm::msm((const affine_h*)(const affine_t*)srs->h, d_scalars, n, true,
-                                   0, modes[k], s, gpu.sm_count());
+    const affine_h* points = (const affine_h*)(const affine_t*)srs->h;
+    out[1] = wide_msm::msm(points, d_scalars, n, true, 0, wide_msm::AFFINE_OFF, s, gpu.sm_count());
+    s.sync();
+    ms[1] = clock.lap();
+    for (size_t i = 0; i < nplans; i++) {
+        wide_msm::round_plan_t plan;
+        if (plans[2 * i] != 0 || plans[2 * i + 1] != 0) {
+            plan.max_rounds = plans[2 * i];
+            plan.min_blocks = plans[2 * i + 1];
+        }
+        clock.lap();
+        out[2 + i] = wide_msm::msm(points, d_scalars, n, true, 0, wide_msm::AFFINE_AUTO, s,
+                                   gpu.sm_count(), plan);
         s.sync();
-        ms[1 + k] = clock.lap();
+        ms[2 + i] = clock.lap();
     }
     return RustError{cudaSuccess};
 CUZK_CATCH

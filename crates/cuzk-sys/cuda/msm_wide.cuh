@@ -14,7 +14,7 @@
 //      one run;
 //   3. accumulate: batch-affine rounds first (neighbours in the same
 //      bucket added in affine form, one inversion shared by 32 pairs;
-//      while at least half the pairs merge, at most 3 rounds), then one
+//      while at least half the pairs merge, at most 4 rounds), then one
 //      thread per chunk of what is left sums its runs in XYZZ coordinates
 //      (sppark's bucket type and mixed addition), the runs cut by chunk
 //      edges summed again level by level;
@@ -31,7 +31,7 @@
 // entries of 100 bytes) and the running products (24 n bytes), about
 // 16.6 GB more at 2^27, and are left out where the device lacks room.
 //
-// Measured on an H200 (BENCHMARKS.md, issue 15): the rounds do 86 % of
+// Measured on an H200 (BENCHMARKS.md, issue 15): three rounds did 86 % of
 // the additions at 2.4 G/s against the XYZZ sums' 2.1 G/s; they read
 // every point twice (forward and backward pass) and store the running
 // products, so memory traffic, not multiplications, bounds them.
@@ -228,7 +228,21 @@ __global__ void accumulate_affine(bucket_t::mem_t* buckets, bucket_t::mem_t* par
 // Rounds stop once fewer than half the pairs merge (short runs: most
 // entries would only be copied) or the output would not fit its buffer.
 static const uint32_t AFFINE_BATCH = 32;    // pairs per thread, one inversion
-static const uint32_t AFFINE_ROUNDS = 3;    // at most, per window
+static const uint32_t AFFINE_ROUNDS = 4;    // at most, per window (by default)
+
+// How the rounds run: at most `max_rounds` a window, and their kernels'
+// register budget, `min_blocks` blocks of 128 threads an SM: 3 (158-168
+// registers, no spills: 12 warps) or 4 (128 registers and a few spills,
+// 16 warps: more loads in flight to hide the gathers' latency). The
+// defaults are production's; the others are there to be measured beside
+// them (gpu-bench --h-msm). Measured on an H200 (BENCHMARKS.md, issue 15,
+// third session) at 2^27: 3 rounds with 3 blocks 851 ms, 3 with 4 blocks
+// 832 ms, 4 with 4 blocks 825 ms (a fourth round leaves 7.6 % of the
+// entries to the XYZZ sums instead of 13.8 %).
+struct round_plan_t {
+    uint32_t max_rounds = AFFINE_ROUNDS;
+    uint32_t min_blocks = 4;
+};
 
 // An affine point as stored in blst's layout (affine_h), with its
 // coordinates accessible (sppark's affine_t keeps them private).
@@ -307,10 +321,15 @@ __global__ void count_pairs(uint32_t* counts, const uint32_t* keys, size_t m)
 // denominators in prefix[p]; one inversion; the backward pass peels each
 // pair's inverse off it. Every thread reaches the inversion: sppark's
 // reciprocal works on pairs of lanes.
-template <class Load>
+//
+// The forward pass reads only the x coordinates (`load_x`), half of each
+// point: where both are non-zero and differ, the denominator is their
+// difference, as slope_terms finds; only the rare rest (a zero x, which
+// infinity has, or equal x: a doubling or P + (-P)) reads whole points.
+template <class Load, class LoadX>
 __device__ __forceinline__ void affine_round(aff_t* out, uint32_t* out_keys, fp_t* prefix,
                                              const uint32_t* keys, const uint32_t* offsets,
-                                             size_t m, Load load)
+                                             size_t m, Load load, LoadX load_x)
 {
 #ifdef __CUDA_ARCH__
     const size_t npairs = (m + 1) / 2;
@@ -321,10 +340,16 @@ __device__ __forceinline__ void affine_round(aff_t* out, uint32_t* out_keys, fp_
         bool merged;
         pair_outputs(keys, m, p, merged);
         if (merged) {
-            fp_t num, den;
-            aff_t sum;
-            if (slope_terms(load(2 * p), load(2 * p + 1), num, den, sum))
-                acc = acc * den;
+            const fp_t x0 = load_x(2 * p), x1 = load_x(2 * p + 1);
+            const fp_t dx = x1 - x0;
+            if (!x0.is_zero() & !x1.is_zero() & !dx.is_zero()) {
+                acc = acc * dx;
+            } else {
+                fp_t num, den;
+                aff_t sum;
+                if (slope_terms(load(2 * p), load(2 * p + 1), num, den, sum))
+                    acc = acc * den;
+            }
         }
         prefix[p] = acc;
     }
@@ -365,27 +390,36 @@ __device__ __forceinline__ void affine_round(aff_t* out, uint32_t* out_keys, fp_
 #endif
 }
 
+// The rounds' kernels in both register budgets (round_plan_t::min_blocks).
+//
 // Round 0: the sorted (key, point index | sign) pairs, points gathered
 // from the bases.
-__global__ void __launch_bounds__(128)
+template <int MIN_BLOCKS>
+__global__ void __launch_bounds__(128, MIN_BLOCKS)
 affine_round_points(aff_t* out, uint32_t* out_keys, fp_t* prefix, const aff_t* points,
                     const uint32_t* keys, const uint32_t* vals, const uint32_t* offsets,
                     size_t m)
 {
-    affine_round(out, out_keys, prefix, keys, offsets, m, [&](size_t i) {
-        uint32_t v = vals[i];
-        aff_t a = points[v & 0x7fffffff];
-        a.Y.cneg(v >> 31);
-        return a;
-    });
+    affine_round(
+        out, out_keys, prefix, keys, offsets, m,
+        [&](size_t i) {
+            uint32_t v = vals[i];
+            aff_t a = points[v & 0x7fffffff];
+            a.Y.cneg(v >> 31);
+            return a;
+        },
+        [&](size_t i) { return points[vals[i] & 0x7fffffff].X; });
 }
 
 // Rounds 1 and up: the previous round's sums.
-__global__ void __launch_bounds__(128)
+template <int MIN_BLOCKS>
+__global__ void __launch_bounds__(128, MIN_BLOCKS)
 affine_round_sums(aff_t* out, uint32_t* out_keys, fp_t* prefix, const aff_t* in,
                   const uint32_t* keys, const uint32_t* offsets, size_t m)
 {
-    affine_round(out, out_keys, prefix, keys, offsets, m, [&](size_t i) { return in[i]; });
+    affine_round(
+        out, out_keys, prefix, keys, offsets, m, [&](size_t i) { return in[i]; },
+        [&](size_t i) { return in[i].X; });
 }
 
 // Segment t of SEG buckets: out[t] = sum over its buckets of
@@ -457,7 +491,7 @@ static uint32_t window_bits(size_t n)
 }
 
 // How the wide MSM accumulates: XYZZ only, affine rounds while they pay
-// (AFFINE_AUTO), or all AFFINE_ROUNDS rounds whatever the runs (for the
+// (AFFINE_AUTO), or all the plan's rounds whatever the runs (for the
 // checks: small test sizes have short runs).
 enum affine_mode_t : uint32_t { AFFINE_OFF = 0, AFFINE_AUTO = 1, AFFINE_FORCED = 2 };
 
@@ -493,8 +527,12 @@ static size_t working_bytes(size_t n, affine_mode_t affine)
 // device (blst affine layout) and device scalars (Montgomery when mont;
 // with lg_rev > 0, 2^lg_rev of them in bit-reversed order), on `stream`.
 static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool mont,
-                   uint32_t lg_rev, affine_mode_t affine, stream_t& stream, int sm_count)
+                   uint32_t lg_rev, affine_mode_t affine, stream_t& stream, int sm_count,
+                   round_plan_t plan = {})
 {
+    if (plan.max_rounds > 6 || (plan.min_blocks != 3 && plan.min_blocks != 4))
+        throw cuda_error(cudaErrorInvalidValue, "wide MSM: unknown round plan");
+    const bool four = plan.min_blocks == 4;
     point_t out;
     out.inf();
     if (n == 0)
@@ -588,7 +626,7 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
         size_t m = n;
         uint32_t rounds = 0;
         const uint32_t* cur_keys = &keys_out[0];
-        for (uint32_t r = 0; affine && r < AFFINE_ROUNDS && m > 1; r++) {
+        for (uint32_t r = 0; affine && r < plan.max_rounds && m > 1; r++) {
             const size_t npairs = (m + 1) / 2;
             count_pairs<<<grid, 256, 0, stream>>>(counts, cur_keys, m);
             CUDA_OK(cudaGetLastError());
@@ -606,14 +644,16 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
                 break;
             const size_t threads = (npairs + AFFINE_BATCH - 1) / AFFINE_BATCH;
             const unsigned blocks = (unsigned)((threads + 127) / 128);
+            auto round_points = four ? affine_round_points<4> : affine_round_points<3>;
+            auto round_sums = four ? affine_round_sums<4> : affine_round_sums<3>;
             if (r == 0)
-                affine_round_points<<<blocks, 128, 0, stream>>>(
-                    aff[0], aff_keys[0], &prefix[0], (const aff_t*)points, &keys_out[0],
-                    &vals_out[0], offsets, m);
+                round_points<<<blocks, 128, 0, stream>>>(aff[0], aff_keys[0], &prefix[0],
+                                                         (const aff_t*)points, &keys_out[0],
+                                                         &vals_out[0], offsets, m);
             else
-                affine_round_sums<<<blocks, 128, 0, stream>>>(
-                    aff[r & 1], aff_keys[r & 1], &prefix[0], aff[(r - 1) & 1], cur_keys,
-                    offsets, m);
+                round_sums<<<blocks, 128, 0, stream>>>(aff[r & 1], aff_keys[r & 1],
+                                                       &prefix[0], aff[(r - 1) & 1],
+                                                       cur_keys, offsets, m);
             CUDA_OK(cudaGetLastError());
             m = total;
             cur_keys = aff_keys[r & 1];
@@ -672,10 +712,11 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
     }
     if (profile) {
         fprintf(stderr, "wide MSM: %zu points, %u-bit windows x %u: digits %.1f ms, sort %.1f ms, "
-                        "affine rounds %.1f ms (%zu in all, %.1f%% of the entries left), "
+                        "affine rounds %.1f ms (%zu in all, %.1f%% of the entries left, %u blocks an SM), "
                         "XYZZ accumulate %.1f ms, reduce %.1f ms\n",
                 n, c, windows, phase_ms[0], phase_ms[1], phase_ms[2], rounds_total,
-                100.0 * (double)left_total / ((double)n * windows), phase_ms[3], phase_ms[4]);
+                100.0 * (double)left_total / ((double)n * windows), plan.min_blocks,
+                phase_ms[3], phase_ms[4]);
         for (auto& e : ev)
             cudaEventDestroy(e);
     }

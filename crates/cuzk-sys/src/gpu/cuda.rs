@@ -283,6 +283,8 @@ extern "C" {
         srs: *const c_void,
         scalars: *const Scalar,
         n: usize,
+        plans: *const u32,
+        nplans: usize,
         out: *mut blst_p1,
         ms: *mut f64,
     ) -> sppark::Error;
@@ -699,16 +701,28 @@ pub(super) fn msm_g1_wide(
 }
 
 impl Srs {
-    pub(super) fn compare_h_msm(&self, scalars: &[Scalar]) -> Result<super::HMsmComparison, GpuError> {
-        let mut out = [blst_p1::default(); 3];
-        let mut ms = [0f64; 3];
+    pub(super) fn compare_h_msm(
+        &self,
+        scalars: &[Scalar],
+        other_plans: &[super::AffineRoundPlan],
+    ) -> Result<super::HMsmComparison, GpuError> {
+        // Production's plan (0, 0) first, then the others.
+        let plans: Vec<u32> = [0, 0]
+            .into_iter()
+            .chain(other_plans.iter().flat_map(|p| [p.max_rounds, p.min_blocks]))
+            .collect();
+        let nplans = plans.len() / 2;
+        let mut out = vec![blst_p1::default(); 2 + nplans];
+        let mut ms = vec![0f64; 2 + nplans];
         // SAFETY: the caller checked the length against the H section; the
-        // outputs are three points and three numbers.
+        // plans are nplans pairs, the outputs 2 + nplans points and numbers.
         check(unsafe {
             cuzk_gpu_h_msm_compare(
                 self.handle,
                 scalars.as_ptr(),
                 scalars.len(),
+                plans.as_ptr(),
+                nplans,
                 out.as_mut_ptr(),
                 ms.as_mut_ptr(),
             )
@@ -721,6 +735,11 @@ impl Srs {
             sppark: timed(0),
             wide_xyzz: timed(1),
             wide_affine: timed(2),
+            other_plans: other_plans
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (*p, timed(3 + i)))
+                .collect(),
         })
     }
 }

@@ -569,8 +569,20 @@ pub struct TimedMsm {
     pub time: Duration,
 }
 
-/// The H MSM three ways on the same resident points and device scalars.
-#[derive(Clone, Copy, Debug)]
+/// How the wide kernel runs its batch-affine rounds, for measurements
+/// beside production's plan: at most `max_rounds` rounds a window (1 to 6),
+/// their kernels built for `min_blocks` blocks an SM (3 or 4: fewer
+/// registers a thread, more warps to hide the gathers' latency).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AffineRoundPlan {
+    /// Rounds a window at most.
+    pub max_rounds: u32,
+    /// Blocks of 128 threads an SM the rounds' kernels are built for.
+    pub min_blocks: u32,
+}
+
+/// The H MSM several ways on the same resident points and device scalars.
+#[derive(Clone, Debug)]
 pub struct HMsmComparison {
     /// sppark's Pippenger.
     pub sppark: TimedMsm,
@@ -578,19 +590,32 @@ pub struct HMsmComparison {
     pub wide_xyzz: TimedMsm,
     /// cuzk's wide kernel with its batch-affine rounds (as in production).
     pub wide_affine: TimedMsm,
+    /// The same with each of the other round plans asked for.
+    pub other_plans: Vec<(AffineRoundPlan, TimedMsm)>,
 }
 
 impl GpuSrs {
     /// The H MSM over the resident H section's first `scalars.len()` points,
     /// by sppark's Pippenger and by cuzk's wide kernel without and with its
-    /// affine rounds, one after the other.
-    pub fn compare_h_msm(&self, scalars: &[Scalar]) -> Result<HMsmComparison, GpuError> {
+    /// affine rounds (production's plan, then each of `other_plans`), one
+    /// after the other.
+    pub fn compare_h_msm(
+        &self,
+        scalars: &[Scalar],
+        other_plans: &[AffineRoundPlan],
+    ) -> Result<HMsmComparison, GpuError> {
         if self.streamed || scalars.len() > self.lens[0] {
             return Err(GpuError::Invalid(
                 "needs resident parameters and at most the H section's points".into(),
             ));
         }
-        self.srs.compare_h_msm(scalars)
+        if let Some(bad) = other_plans
+            .iter()
+            .find(|p| !(1..=6).contains(&p.max_rounds) || !(3..=4).contains(&p.min_blocks))
+        {
+            return Err(GpuError::Invalid(format!("unknown affine round plan {bad:?}")));
+        }
+        self.srs.compare_h_msm(scalars, other_plans)
     }
 }
 

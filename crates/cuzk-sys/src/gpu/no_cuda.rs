@@ -58,7 +58,11 @@ pub(super) fn msm_g1_wide(
 }
 
 impl Srs {
-    pub(super) fn compare_h_msm(&self, _scalars: &[Scalar]) -> Result<super::HMsmComparison, GpuError> {
+    pub(super) fn compare_h_msm(
+        &self,
+        _scalars: &[Scalar],
+        _other_plans: &[super::AffineRoundPlan],
+    ) -> Result<super::HMsmComparison, GpuError> {
         match *self {}
     }
 }
