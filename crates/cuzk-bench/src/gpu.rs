@@ -64,6 +64,12 @@ pub struct BenchArgs {
     /// default), the CUDA regions side by side.
     #[arg(long)]
     h_serial: bool,
+    /// Then the same proofs again with the NTTs run before the L, A and B
+    /// MSMs (the wide H MSM beside them after) instead of beside them too
+    /// (the default where device memory holds a, b and c through the H
+    /// MSM), the CUDA regions side by side.
+    #[arg(long)]
+    ntts_first: bool,
     /// Also write the figures, with the build and the host, as JSON
     /// (docs/bench/SCHEMA.md).
     #[arg(long, value_name = "FILE")]
@@ -144,6 +150,11 @@ struct GpuRow {
     serial_h_phases_ms: BTreeMap<String, f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     serial_h_bytes_equal: Option<bool>,
+    /// `--ntts-first`: the same with the NTTs before the other MSMs.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    ntts_first_phases_ms: BTreeMap<String, f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ntts_first_bytes_equal: Option<bool>,
 }
 
 /// The median of each phase, by name.
@@ -352,23 +363,46 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         }
         let ordinal = gpu.ordinal();
         drop(gpu);
-        if args.h_serial {
-            // A second backend with the other schedule (the first is gone:
-            // two resident copies of the parameters would not fit at 2^27).
-            let tuning = Tuning {
-                h_msm_serial: true,
-                ..Tuning::default()
-            };
-            let (serial, _) = open_gpu(args.residency, tuning)?;
-            let (bytes, _, serial_phases) = timed_proofs(&serial, &assignment, &params, args.repeat, r, s)?;
+        // Other schedules, each on a backend of its own (one at a time: two
+        // resident copies of the parameters would not fit at 2^27).
+        let schedules = [
+            (
+                args.ntts_first,
+                "NTTs before the other MSMs, H MSM beside them",
+                Tuning {
+                    ntts_first: true,
+                    ..Tuning::default()
+                },
+            ),
+            (
+                args.h_serial,
+                "H MSM before the other MSMs",
+                Tuning {
+                    h_msm_serial: true,
+                    ..Tuning::default()
+                },
+            ),
+        ];
+        for (wanted, label, tuning) in schedules {
+            if !wanted {
+                continue;
+            }
+            let (other, _) = open_gpu(args.residency, tuning)?;
+            let (bytes, _, other_phases) = timed_proofs(&other, &assignment, &params, args.repeat, r, s)?;
             println!(
-                "2^{k} ours, H MSM before the other MSMs: {} (beside them: {:.0}); same bytes: {}",
-                region_breakdown(&serial_phases),
+                "2^{k} ours, {label}: {} (default schedule: {:.0}); same bytes: {}",
+                region_breakdown(&other_phases),
                 row.phases_ms["gpu_region"],
                 bytes == ours_bytes
             );
-            row.serial_h_phases_ms = phase_medians(&serial_phases, false);
-            row.serial_h_bytes_equal = Some(bytes == ours_bytes);
+            let medians = phase_medians(&other_phases, false);
+            if tuning.ntts_first {
+                row.ntts_first_phases_ms = medians;
+                row.ntts_first_bytes_equal = Some(bytes == ours_bytes);
+            } else {
+                row.serial_h_phases_ms = medians;
+                row.serial_h_bytes_equal = Some(bytes == ours_bytes);
+            }
         }
         if args.h_msm {
             h_msm_side_by_side(ordinal, k, &params, &assignment, &args.h_msm_plans, &mut row)?;

@@ -196,14 +196,21 @@ fn capped_device_child() {
 }
 
 /// Issue 15.1 and 15.2: proofs whose H MSM ran on cuzk's wide-window
-/// kernel (host and witness paths), beside the other MSMs on a stream of
-/// its own and before them, are the CPU backend's bytes for the same r, s.
+/// kernel (host and witness paths) under each schedule (the NTTs and the
+/// H MSM beside the other MSMs on a stream of their own; the NTTs first,
+/// then the H MSM beside them; the H MSM before them) are the CPU
+/// backend's bytes for the same r, s.
 #[test]
 fn wide_h_msm_proofs_equal_the_cpu_backend() {
-    for h_msm_serial in [false, true] {
+    for (ntts_first, h_msm_serial, schedule) in [
+        (false, false, "NTTs and H MSM beside the other MSMs"),
+        (true, false, "NTTs first, H MSM beside the other MSMs"),
+        (false, true, "serial"),
+    ] {
         let tuning = Tuning {
             h_msm: HMsmKernel::Wide,
             h_msm_serial,
+            ntts_first,
             ..Tuning::default()
         };
         let Some(gpu) = gpu(Residency::Device, tuning) else {
@@ -215,14 +222,7 @@ fn wide_h_msm_proofs_equal_the_cpu_backend() {
         let n = (1usize << 18) + 1;
         let timings = witness_case(n, 43).gpu_equals_cpu(&gpu, n);
         assert!(timings.abc_on_device);
-        println!(
-            "PASS wide H MSM, {}: host and witness paths equal the CPU's",
-            if h_msm_serial {
-                "serial"
-            } else {
-                "beside the other MSMs"
-            }
-        );
+        println!("PASS wide H MSM, {schedule}: host and witness paths equal the CPU's");
     }
 }
 

@@ -96,6 +96,7 @@ struct cuzk_tuning_t {
     size_t msm_window;             // most "other" points per Pippenger MSM
     uint32_t h_msm;                // H MSM kernel: H_MSM_AUTO, _SPPARK or _WIDE
     uint32_t h_serial;             // 1: the wide H MSM before the other MSMs, not beside them
+    uint32_t ntts_first;           // 1: the NTTs before the other MSMs (the H MSM beside them)
 };
 
 // Which kernel computes the H MSM over resident points: cuzk's wide-window
@@ -419,6 +420,51 @@ template<class T> static gpu_ptr_t<T> device_alloc(size_t n)
     return gpu_ptr_t<T>(ptr);
 }
 
+// A temporary from the stream-ordered allocator: allocated and freed in
+// the order of `stream`'s work, so neither waits for the rest of the
+// device. cudaFree synchronises the whole device: a temporary freed that
+// way by the L, A or B MSMs would wait for the H MSM's kernels queued on
+// their own stream beside them (issue 15 item 2: no device-wide
+// synchronisation). Move-only; the memory may be reused by later
+// allocations only once the stream's work before the free is done.
+template<class T> class stream_buffer_t {
+    T* ptr_ = nullptr;
+    cudaStream_t stream_ = nullptr;
+public:
+    stream_buffer_t() = default;
+    stream_buffer_t(size_t n, cudaStream_t stream) : stream_(stream)
+    {
+        CUDA_OK(cudaMallocAsync(reinterpret_cast<void**>(&ptr_),
+                                std::max<size_t>(n, 1) * sizeof(T), stream));
+    }
+    stream_buffer_t(stream_buffer_t&& other) noexcept
+        : ptr_(other.ptr_), stream_(other.stream_)
+    {   other.ptr_ = nullptr;   }
+    stream_buffer_t& operator=(stream_buffer_t&& other) noexcept
+    {
+        if (this != &other) {
+            reset();
+            ptr_ = other.ptr_;
+            stream_ = other.stream_;
+            other.ptr_ = nullptr;
+        }
+        return *this;
+    }
+    stream_buffer_t(const stream_buffer_t&) = delete;
+    stream_buffer_t& operator=(const stream_buffer_t&) = delete;
+    ~stream_buffer_t() { reset(); }
+    void reset()
+    {
+        if (ptr_)
+            (void)cudaFreeAsync(ptr_, stream_);
+        ptr_ = nullptr;
+    }
+    operator T*() const { return ptr_; }
+    // sppark's view of it as device memory (its MSM takes a raw pointer
+    // for host memory).
+    dev_ptr_t<T> device() const { return dev_ptr_t<T>(ptr_); }
+};
+
 // Frees a device buffer now rather than at the end of its scope (sppark's
 // move assignment would leak a non-empty target, so it moves into an
 // empty one that goes out of scope here).
@@ -530,14 +576,14 @@ static void gather(const gpu_t& gpu, typename C::affine* out,
 // Pippenger over n device points and n device scalars, canonical or (mont)
 // in Montgomery form.
 template<class C>
-static typename C::point pippenger(const gpu_ptr_t<typename C::affine>& d_points,
-                                   const gpu_ptr_t<scalar_t>& d_scalars, size_t n,
+static typename C::point pippenger(const stream_buffer_t<typename C::affine>& d_points,
+                                   const stream_buffer_t<scalar_t>& d_scalars, size_t n,
                                    bool mont)
 {
     msm_t<typename C::bucket, typename C::point, typename C::affine, scalar_t>
         msm{nullptr, n};
     typename C::point out;
-    RustError err = msm.invoke(out, d_points, n, d_scalars, mont);
+    RustError err = msm.invoke(out, d_points.device(), n, d_scalars.device(), mont);
     if (err.code != cudaSuccess) {
         std::string why = err.message ? err.message : "MSM failed";
         std::free(err.message);
@@ -594,9 +640,9 @@ static typename C::point structured_msm(const gpu_t& gpu,
     if (!plan_on_device)
         gpu[0].HtoD(&d_bitmap[0], plan.ones_bitmap, words);
     const uint32_t* bitmap = plan_on_device ? plan.ones_bitmap : (const uint32_t*)&d_bitmap[0];
-    auto d_index = device_alloc<uint32_t>(cap);
-    auto d_others = device_alloc<affine>(cap);
-    auto d_scalars = device_alloc<scalar_t>(cap);
+    stream_buffer_t<uint32_t> d_index{cap, gpu[0]};
+    stream_buffer_t<affine> d_others{cap, gpu[0]};
+    stream_buffer_t<scalar_t> d_scalars{cap, gpu[0]};
 
     // The window: others [first, first + fill) are gathered in d_others.
     size_t first = 0, fill = 0;
@@ -625,7 +671,7 @@ static typename C::point structured_msm(const gpu_t& gpu,
         }
     } else {
         chunk = std::min(plan.npoints, chunk);
-        auto d_chunk = device_alloc<affine>(chunk);
+        stream_buffer_t<affine> d_chunk{chunk, gpu[0]};
         const affine_mem* points =
             reinterpret_cast<const affine_mem*>((affine*)d_chunk);
         // The other indices ascend, so each chunk's are a contiguous run.
@@ -782,6 +828,44 @@ static void prepare_abc(stream_t& work, fr_t* d, int k, uint32_t lg)
         NTT::Base_dev_ptr(work, d, lg, Order::RN, NTT::Direction::forward, NTT::Type::coset);
 }
 
+// From prepare_abc's a, b, c: H's coefficients in d[0], bit-reversed, by
+// the product on the coset, an inverse coset NTT and the subtraction of
+// c's coefficients (scaled by 1 / Z), on `work`.
+static void h_coefficients(stream_t& work, fr_t* const d[3], uint32_t lg, const fr_t& z_inv,
+                           int sm_count)
+{
+    const size_t n = (size_t)1 << lg;
+    product_on_coset<<<sm_count * 4, 256, 0, work>>>(d[0], d[1], n);
+    CUDA_OK(cudaGetLastError());
+    NTT::Base_dev_ptr(work, d[0], lg, NTT::InputOutputOrder::NR,
+                      NTT::Direction::inverse, NTT::Type::coset);
+    subtract_and_scale<<<sm_count * 4, 256, 0, work>>>(d[0], d[2], z_inv, n);
+    CUDA_OK(cudaGetLastError());
+}
+
+// a, b, c (len elements each, zero up to 2^lg) from the host into d,
+// staged through `srs`'s pinned buffers: copies on `copy`, transforms
+// (prepare_abc) on `work`, so that while the host stages b (and c) the
+// device already transforms a (and b). Returns once all three have
+// landed; the transforms may still run on `work`.
+static void upload_and_prepare(const cuzk_gpu_srs_t* srs, fr_t* const d[3],
+                               const fr_t* const src[3], size_t len, uint32_t lg,
+                               stream_t& copy, stream_t& work)
+{
+    const size_t n = (size_t)1 << lg;
+    event_t landed[3];
+    copy_team_t team(srs->stage && srs->stage->ok() ? stage_threads() : 1);
+    for (int i = 0; i < 3; i++) {
+        upload(srs->stage.get(), &team, d[i], src[i], len * sizeof(fr_t), copy);
+        if (len < n)
+            CUDA_OK(cudaMemsetAsync(d[i] + len, 0, (n - len) * sizeof(fr_t), copy));
+        landed[i].record(copy);
+        landed[i].wait(work);
+        prepare_abc(work, d[i], i, lg);
+    }
+    copy.sync();
+}
+
 // Where Auto takes the wide kernel for the H MSM: from 2^25 - 1 points,
 // with room for its working set. Measured on an H200 (BENCHMARKS.md,
 // issue 15) it is faster than sppark's at 2^26 and 2^27 points and not at
@@ -863,34 +947,84 @@ static point_t wide_h_msm(const cuzk_gpu_srs_t* srs, const fr_t* scalars, uint32
 // the device, so neither waits for the other, and each fills the SMs the
 // other leaves idle (the reduction's few threads, the host's share of
 // sppark's MSMs). (sppark's own H MSM cannot run this way: it uses those
-// same three streams.) The job holds the scalars until it is done; its
-// destructor waits for it, so no early return leaves it running.
+// same three streams.) Where device memory allows, the job starts
+// earlier, with a, b and c: the NTTs and the quotient run beside the other
+// MSMs as well (start_with_ntts). The job holds its buffers until it is
+// done; its destructor waits for it, so no early return leaves it running.
 class h_msm_beside_t {
-    gpu_ptr_t<fr_t> scalars_;
-    std::future<std::pair<point_t, double>> done_;
+    struct result_t {
+        point_t h;
+        double upload_ms, ntt_ms, h_ms;
+    };
+    // Declared before done_, so freed after its thread has ended.
+    gpu_ptr_t<fr_t> buffers_[3];
+    std::future<result_t> done_;
 public:
+    // H's coefficients ready (bit-reversed, in `scalars`).
     void start(const cuzk_gpu_srs_t* srs, gpu_ptr_t<fr_t>&& scalars, uint32_t lg,
                wide_msm::affine_mode_t affine, int sm_count)
     {
-        scalars_ = std::move(scalars);
-        const fr_t* s = scalars_;
+        buffers_[0] = std::move(scalars);
+        const fr_t* s = buffers_[0];
         done_ = std::async(std::launch::async, [=]() {
             set_device(srs->device);
             stream_t stream{srs->device};
             stopwatch_t clock;
             point_t h = wide_h_msm(srs, s, lg, affine, stream, sm_count);
             stream.sync();
-            return std::make_pair(h, clock.lap());
+            return result_t{h, 0.0, 0.0, clock.lap()};
+        });
+    }
+    // a, b and c themselves, on the device (src null) or still to be
+    // uploaded from src (len elements each): the upload, the NTTs and the
+    // quotient run here too, beside the other MSMs, which need none of
+    // them. b and c are held until the job is done (freeing them in
+    // between would synchronise the device).
+    void start_with_ntts(const cuzk_gpu_srs_t* srs, gpu_ptr_t<fr_t> (&d)[3],
+                         const fr_t* const src[3], size_t len, uint32_t lg, const fr_t& z_inv,
+                         wide_msm::affine_mode_t affine, int sm_count)
+    {
+        fr_t* v[3];
+        const fr_t* from[3] = {nullptr, nullptr, nullptr};
+        for (int k = 0; k < 3; k++) {
+            buffers_[k] = std::move(d[k]);
+            v[k] = buffers_[k];
+            if (src)
+                from[k] = src[k];
+        }
+        const fr_t zi = z_inv;
+        done_ = std::async(std::launch::async, [=]() {
+            set_device(srs->device);
+            stream_t stream{srs->device};
+            stopwatch_t clock;
+            double upload_ms = 0;
+            if (from[0]) {
+                stream_t copy{srs->device};
+                upload_and_prepare(srs, v, from, len, lg, copy, stream);
+                upload_ms = clock.lap();
+            } else {
+                for (int k = 0; k < 3; k++)
+                    prepare_abc(stream, v[k], k, lg);
+            }
+            h_coefficients(stream, v, lg, zi, sm_count);
+            stream.sync();
+            const double ntt_ms = clock.lap();
+            point_t h = wide_h_msm(srs, v[0], lg, affine, stream, sm_count);
+            stream.sync();
+            return result_t{h, upload_ms, ntt_ms, clock.lap()};
         });
     }
     bool started() const { return done_.valid(); }
-    // Waits for the MSM: its result in out->h, its own duration in
-    // out->ms.h_msm (overlapping the other MSMs' times). Rethrows its error.
+    // Waits for the job: its result in out->h, its own durations added to
+    // out->ms.upload and out->ms.ntt (started with a, b, c) and in
+    // out->ms.h_msm, overlapping the other MSMs' times. Rethrows its error.
     void finish(cuzk_partition_out_t* out)
     {
-        std::pair<point_t, double> r = done_.get();
-        out->h = r.first;
-        out->ms.h_msm = r.second;
+        result_t r = done_.get();
+        out->h = r.h;
+        out->ms.upload += r.upload_ms;
+        out->ms.ntt += r.ntt_ms;
+        out->ms.h_msm = r.h_ms;
     }
 };
 
@@ -934,12 +1068,8 @@ static RustError quotient_and_h(const gpu_t& gpu, const cuzk_gpu_srs_t* srs,
 {
     size_t n = (size_t)1 << lg;
     stream_t& work = gpu[0];
-    product_on_coset<<<gpu.sm_count() * 4, 256, 0, work>>>(d[0], d[1], n);
-    CUDA_OK(cudaGetLastError());
-    NTT::Base_dev_ptr(work, d[0], lg, NTT::InputOutputOrder::NR,
-                      NTT::Direction::inverse, NTT::Type::coset);
-    subtract_and_scale<<<gpu.sm_count() * 4, 256, 0, work>>>(d[0], d[2], z_inv, n);
-    CUDA_OK(cudaGetLastError());
+    fr_t* const v[3] = {d[0], d[1], d[2]};
+    h_coefficients(work, v, lg, z_inv, gpu.sm_count());
     work.sync();
     release(d[1]);
     release(d[2]);
@@ -1058,47 +1188,46 @@ CUZK_TRY
     {
         gpu_ptr_t<fr_t> d[3];
         stream_t& work = gpu[0];
-        if (staged) {
-            for (int i = 0; i < 3; i++) {
-                d[i] = std::move(staged->v[i]);
-                prepare_abc(work, d[i], i, p->lg_domain);
-            }
-            out->ms.upload = 0;
-        } else {
-            for (int i = 0; i < 3; i++)
-                d[i] = device_alloc<fr_t>(n);
-            const fr_t* src[3] = {p->a, p->b, p->c};
-            // Copies on stream 1, transforms on stream 0: while the host
-            // stages b (and c), the device already transforms a (and b).
-            // ms.upload is therefore the time until all three have landed,
-            // ms.ntt what the transforms take beyond it.
-            stream_t& copy = gpu[1];
-            event_t landed[3];
-            {
-                copy_team_t team(srs->stage && srs->stage->ok() ? stage_threads() : 1);
-                for (int i = 0; i < 3; i++) {
-                    upload(srs->stage.get(), &team, d[i], src[i],
-                           p->abc_len * sizeof(fr_t), copy);
-                    if (p->abc_len < n)
-                        CUDA_OK(cudaMemsetAsync((fr_t*)d[i] + p->abc_len, 0,
-                                                (n - p->abc_len) * sizeof(fr_t), copy));
-                    landed[i].record(copy);
-                    landed[i].wait(work);
-                    prepare_abc(work, d[i], i, p->lg_domain);
-                }
-            }
-            copy.sync();
-            out->ms.upload = clock.lap();
-        }
         // Beside the H MSM, the L, A and B MSMs' windows one at a time.
         const size_t beside_bytes = std::max(
             {structured_msm_bytes<g1_curve>(p->l, tuning),
              structured_msm_bytes<g1_curve>(p->a_aux, tuning),
              structured_msm_bytes<g2_curve>(p->b_aux, tuning)});
-        RustError err = quotient_and_h(gpu, srs, h_points, d, p->lg_domain, p->z_inv, tuning,
-                                       beside_bytes, h_beside, out, clock);
-        if (err.code != cudaSuccess)
-            return err;
+        // The upload (unless staged) and the NTTs beside the other MSMs
+        // too, on the H MSM's stream, where device memory holds a, b and c
+        // through the H MSM; else they run first, then the H MSM beside
+        // the others or before them (quotient_and_h).
+        const size_t abc_bytes = staged ? 0 : 3 * n * sizeof(fr_t);
+        const h_choice_t early = streamed || tuning.ntts_first
+            ? h_choice_t{} : choose_h(tuning, n - 1, beside_bytes + abc_bytes);
+        if (staged)
+            for (int i = 0; i < 3; i++)
+                d[i] = std::move(staged->v[i]);
+        else
+            for (int i = 0; i < 3; i++)
+                d[i] = device_alloc<fr_t>(n);
+        const fr_t* const src[3] = {p->a, p->b, p->c};
+        out->ms.upload = 0;
+        out->ms.ntt = 0;
+        if (early.wide && early.beside) {
+            h_beside.start_with_ntts(srs, d, staged ? nullptr : src, p->abc_len, p->lg_domain,
+                                     p->z_inv, early.affine, gpu.sm_count());
+        } else {
+            fr_t* const v[3] = {d[0], d[1], d[2]};
+            if (staged) {
+                for (int i = 0; i < 3; i++)
+                    prepare_abc(work, v[i], i, p->lg_domain);
+            } else {
+                // ms.upload is the time until all three have landed,
+                // ms.ntt what the transforms take beyond it.
+                upload_and_prepare(srs, v, src, p->abc_len, p->lg_domain, gpu[1], work);
+                out->ms.upload = clock.lap();
+            }
+            RustError err = quotient_and_h(gpu, srs, h_points, d, p->lg_domain, p->z_inv,
+                                           tuning, beside_bytes, h_beside, out, clock);
+            if (err.code != cudaSuccess)
+                return err;
+        }
     }
     out->l = structured_msm<g1_curve>(gpu, streamed ? host->l : (const affine_t*)srs->l,
                                       streamed, p->l, tuning);
@@ -1286,8 +1415,6 @@ CUZK_TRY
         sparse_products(gpu, r, d_inputs, d_aux, abc, n);
         gpu[0].sync();
         out->ms.abc = clock.lap();
-        for (int k = 0; k < 3; k++)
-            prepare_abc(gpu[0], abc[k], k, p->lg_domain);
         // Beside the H MSM, one MSM's classification (CLASSIFY_BYTES an
         // aux variable at most) and its largest window.
         cuzk_msm_plan_t all{};
@@ -1296,10 +1423,21 @@ CUZK_TRY
         const size_t beside_bytes = CLASSIFY_BYTES * r->num_aux
             + std::max(structured_msm_bytes<g1_curve>(all, tuning),
                        structured_msm_bytes<g2_curve>(all, tuning));
-        RustError err = quotient_and_h(gpu, srs, nullptr, d, p->lg_domain, p->z_inv, tuning,
-                                       beside_bytes, h_beside, out, clock);
-        if (err.code != cudaSuccess)
-            return err;
+        // As in cuzk_gpu_prove: the NTTs beside the other MSMs too when
+        // memory holds a, b, c through the H MSM.
+        const h_choice_t early = tuning.ntts_first ? h_choice_t{} : choose_h(tuning, n - 1, beside_bytes);
+        if (early.wide && early.beside) {
+            out->ms.ntt = 0;
+            h_beside.start_with_ntts(srs, d, nullptr, 0, p->lg_domain, p->z_inv, early.affine,
+                                     gpu.sm_count());
+        } else {
+            for (int k = 0; k < 3; k++)
+                prepare_abc(gpu[0], abc[k], k, p->lg_domain);
+            RustError err = quotient_and_h(gpu, srs, nullptr, d, p->lg_domain, p->z_inv,
+                                           tuning, beside_bytes, h_beside, out, clock);
+            if (err.code != cudaSuccess)
+                return err;
+        }
     }
     double classify_ms = 0;
     {

@@ -14,14 +14,17 @@
 //      one run;
 //   3. accumulate: batch-affine rounds first (neighbours in the same
 //      bucket added in affine form, one inversion shared by 32 pairs;
-//      while at least half the pairs merge, at most 3 rounds), then one
+//      while at least half the pairs merge, at most 4 rounds), then one
 //      thread per chunk of what is left sums its runs in XYZZ coordinates
 //      (sppark's bucket type and mixed addition), the runs cut by chunk
 //      edges summed again level by level;
-//   4. reduce: sum_k (k + 1) B_k by segments of SEG buckets (running sums
-//      from the top), each segment's result raised by its offset, then the
-//      segments of a window summed in groups on the device;
-// and on the host: the groups' sums, then sum_j 2^(c j) S_j.
+//   4. reduce, level 0: segments of SEG buckets, each thread its
+//      segment's sum and its locally weighted sum (running sums from the
+//      top), kept per window;
+// then, for all windows at once: the higher levels of the reduction (see
+// reduce_plan_t) and the plain sums of every level on the device, one copy
+// to the host, and there each window's S_j = sum_k (k + 1) B_k from its
+// levels, then sum_j 2^(c j) S_j.
 //
 // Device memory: the scalars in canonical form (32 n bytes), keys and
 // values twice for the sort (16 n bytes), CUB's temporaries (about 8 n
@@ -42,11 +45,13 @@
 namespace wide_msm {
 
 // The reduction is latency bound (each thread's additions depend on each
-// other), so it wants many short threads: segments of 32 buckets (2^16
-// threads at 2^21 buckets; 128 left 2^12 threads at 2^19 buckets, a third
-// of the 2^24 MSM's time), and the segments' sums added in two rounds of
-// groups of 16 before the host adds the rest.
-static const uint32_t SEG = 32;         // buckets per reduction segment
+// other), so it wants many short threads: segments of 16 entries (2^17
+// threads at 2^21 buckets, 2^15 at 2^19) and plain sums in groups of 16.
+// Two additions an entry: no segment is raised by its offset (a
+// double-and-add of about 30 more additions a segment, a third of the
+// work at 32 buckets a segment); the offsets become a level of their own.
+static const uint32_t SEG = 16;         // entries per reduction segment
+static const uint32_t LG_SEG = 4;
 static const uint32_t GROUP = 16;       // sums added per group thread
 static const uint32_t NONE = 0xffffffffu;
 
@@ -228,7 +233,7 @@ __global__ void accumulate_affine(bucket_t::mem_t* buckets, bucket_t::mem_t* par
 // Rounds stop once fewer than half the pairs merge (short runs: most
 // entries would only be copied) or the output would not fit its buffer.
 static const uint32_t AFFINE_BATCH = 32;    // pairs per thread, one inversion
-static const uint32_t AFFINE_ROUNDS = 3;    // at most, per window (by default)
+static const uint32_t AFFINE_ROUNDS = 4;    // at most, per window (by default)
 
 // How the rounds run: at most `max_rounds` a window, and their kernels'
 // register budget, `min_blocks` blocks of 128 threads an SM: 3 (158-168
@@ -238,12 +243,10 @@ static const uint32_t AFFINE_ROUNDS = 3;    // at most, per window (by default)
 // them (gpu-bench --h-msm). Measured on an H200 (BENCHMARKS.md, issue 15,
 // third session) at 2^27: 3 rounds with 3 blocks 851 ms, 3 with 4 blocks
 // 832 ms, 4 with 4 blocks 825 ms (a fourth round leaves 7.6 % of the
-// entries to the XYZZ sums instead of 13.8 %). The default stays 3 and 3,
-// the plan the GPU tests (edge cases, proofs) have passed with; 4 and 4
-// becomes it once they pass with that plan.
+// entries to the XYZZ sums instead of 13.8 %), so 4 and 4 is the default.
 struct round_plan_t {
     uint32_t max_rounds = AFFINE_ROUNDS;
-    uint32_t min_blocks = 3;
+    uint32_t min_blocks = 4;
 };
 
 // An affine point as stored in blst's layout (affine_h), with its
@@ -424,52 +427,106 @@ affine_round_sums(aff_t* out, uint32_t* out_keys, fp_t* prefix, const aff_t* in,
         [&](size_t i) { return in[i].X; });
 }
 
-// Segment t of SEG buckets: out[t] = sum over its buckets of
-// (global index + 1) * B, by running sums from the segment's top, plus the
-// segment's offset times its plain sum (double-and-add).
-__global__ void reduce_segments(bucket_t::mem_t* out, const bucket_t::mem_t* buckets,
-                                uint32_t nsegs)
+// One level of the reduction, for every row y (blockIdx.y: a window, or
+// a kind of sum of one) and segment t of the `count` entries x_k of row y
+// (x + y * x_stride): sums[y * out_stride + t] = sum x_k and
+// weighted[y * out_stride + t] = sum (k - t SEG) x_k over the segment's
+// k, by running sums from its top (two additions an entry). Then
+// sum_k k x_k = sum_t weighted_t + SEG * sum_t t sums_t: the same sum
+// over SEG times fewer entries, the next level.
+__global__ void segment_sums(bucket_t::mem_t* sums, bucket_t::mem_t* weighted,
+                             const bucket_t::mem_t* x, uint32_t count,
+                             size_t x_stride, size_t out_stride)
 {
-    uint32_t t = threadIdx.x + blockIdx.x * blockDim.x;
-    if (t >= nsegs)
+    const uint32_t t = threadIdx.x + blockIdx.x * blockDim.x;
+    const uint32_t lo = t * SEG;
+    if (lo >= count)
         return;
-    const bucket_t::mem_t* seg = buckets + (size_t)t * SEG;
+    const uint32_t hi = min(lo + SEG, count);
+    x += blockIdx.y * x_stride;
     bucket_t run, tri;
     run.inf();
     tri.inf();
-    for (int k = SEG - 1; k >= 0; k--) {
-        bucket_t b = seg[k];
+    for (uint32_t k = hi - 1; k > lo; k--) {
+        bucket_t b = x[k];
         run.add(b);
-        tri.add(run);       // tri = sum (k - seg_lo + 1) B_k
+        tri.add(run);       // tri = sum (k - lo) x_k once k reaches lo + 1
     }
-    // + seg_lo * run, seg_lo = t * SEG, by double-and-add from the top bit.
-    uint32_t lo = t * SEG;
-    bucket_t raised;
-    raised.inf();
-    for (int bit = 31 - __clz(lo | 1); bit >= 0; bit--) {
-        raised.add(raised);
-        if ((lo >> bit) & 1)
-            raised.add(run);
-    }
-    tri.add(raised);
-    out[t] = tri;
+    bucket_t b = x[lo];
+    run.add(b);
+    sums[blockIdx.y * out_stride + t] = run;
+    weighted[blockIdx.y * out_stride + t] = tri;
 }
 
-// out[g] = sum of the sums [g * GROUP, (g + 1) * GROUP) of `segs`.
-__global__ void sum_groups(bucket_t::mem_t* out, const bucket_t::mem_t* segs,
-                           uint32_t nsegs)
+// out[y * out_stride + g] = the sum of entries [g GROUP, (g + 1) GROUP)
+// of the `count` entries of row y (x + y * x_stride).
+__global__ void sum_groups(bucket_t::mem_t* out, const bucket_t::mem_t* x, uint32_t count,
+                           size_t x_stride, size_t out_stride)
 {
-    uint32_t g = threadIdx.x + blockIdx.x * blockDim.x;
-    uint32_t first = g * GROUP;
-    if (first >= nsegs)
+    const uint32_t g = threadIdx.x + blockIdx.x * blockDim.x;
+    const uint32_t first = g * GROUP;
+    if (first >= count)
         return;
+    x += blockIdx.y * x_stride;
     bucket_t acc;
     acc.inf();
-    for (uint32_t s = first; s < min(first + GROUP, nsegs); s++) {
-        bucket_t b = segs[s];
+    for (uint32_t s = first; s < min(first + GROUP, count); s++) {
+        bucket_t b = x[s];
         acc.add(b);
     }
-    out[g] = acc;
+    out[blockIdx.y * out_stride + g] = acc;
+}
+
+// The levels of the reduction of W windows of nbuckets buckets. Window j's
+// S_j = sum_k (k + 1) B_k = sum_k B_k + P(B), P(x) = sum_k k x_k, and
+// level L (input: x, count in[L] entries a window; level 0's x is the
+// buckets, level L + 1's the sums of level L) gives
+// P(x) = sum_t weighted_t + SEG * P(sums), down to a single entry (P = 0).
+// Each level's outputs: 2 W rows of out[L] entries (W rows of sums, then
+// W of weighted sums). Plain sums to one entry a row go to `finals`:
+// level 0's 2 W rows (sum_k B_k and sum weighted), level L > 0's W rows
+// of weighted sums, at finals[L * 2 W + row].
+struct reduce_plan_t {
+    uint32_t windows;
+    std::vector<uint32_t> in, out;   // entries a window in and out, by level
+    std::vector<size_t> offset;      // where each level's outputs start
+    size_t entries = 0;              // all levels' outputs
+    size_t scratch = 0;              // one of the plain sums' two buffers
+
+    reduce_plan_t(uint32_t nbuckets, uint32_t windows) : windows(windows)
+    {
+        for (uint32_t count = nbuckets; count >= 2; count = (count + SEG - 1) / SEG) {
+            in.push_back(count);
+            out.push_back((count + SEG - 1) / SEG);
+            offset.push_back(entries);
+            entries += 2 * (size_t)windows * out.back();
+        }
+        scratch = 2 * (size_t)windows * ((out[0] + GROUP - 1) / GROUP);
+    }
+    size_t levels() const { return in.size(); }
+    size_t finals() const { return levels() * 2 * (size_t)windows; }
+    size_t bytes() const
+    {   return (entries + 2 * scratch + finals()) * sizeof(bucket_t::mem_t);   }
+};
+
+// Plain sums of `rows` rows of `count` entries (stride x_stride) down to
+// one entry a row, written to out[row], through the two scratch buffers.
+static void sum_rows(bucket_t::mem_t* out, const bucket_t::mem_t* x, uint32_t count,
+                     size_t x_stride, uint32_t rows, bucket_t::mem_t* const scratch[2],
+                     cudaStream_t stream)
+{
+    for (int ping = 0;; ping ^= 1) {
+        const uint32_t next = (count + GROUP - 1) / GROUP;
+        bucket_t::mem_t* to = next == 1 ? out : scratch[ping];
+        sum_groups<<<dim3((next + 127) / 128, rows), 128, 0, stream>>>(to, x, count, x_stride,
+                                                                        next);
+        CUDA_OK(cudaGetLastError());
+        if (next == 1)
+            return;
+        x = to;
+        x_stride = next;
+        count = next;
+    }
 }
 
 // Window bits for n points: the fewest bucket additions (n per window plus
@@ -516,7 +573,7 @@ static size_t working_bytes(size_t n, affine_mode_t affine)
     // CUB's temporaries hold its own copy of the pairs (8 bytes a point)
     // plus histograms; 12 bytes a point covers them.
     size_t bytes = n * sizeof(fr_t) + 4 * n * sizeof(uint32_t) + n * 12
-        + nbuckets * sizeof(bucket_t::mem_t) + (nbuckets / SEG) * sizeof(bucket_t::mem_t)
+        + nbuckets * sizeof(bucket_t::mem_t) + reduce_plan_t(nbuckets, (256 + c - 1) / c).bytes()
         + (2 * n / CHUNK + 2) * (sizeof(bucket_t::mem_t) + sizeof(uint32_t)) * 33 / 32
         + ((size_t)64 << 20);
     if (affine != AFFINE_OFF)
@@ -546,9 +603,7 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
     const uint32_t c = window_bits(n);
     const uint32_t windows = (256 + c - 1) / c;
     const uint32_t nbuckets = 1u << (c - 1);
-    const uint32_t nsegs = nbuckets / SEG;
-    const uint32_t ngroups1 = (nsegs + GROUP - 1) / GROUP;
-    const uint32_t ngroups = (ngroups1 + GROUP - 1) / GROUP;
+    const reduce_plan_t levels(nbuckets, windows);
     const uint32_t key_bits = c;   // keys below 2^(c-1), NONE's low c bits above
 
     dev_ptr_t<fr_t> canon{n, stream};
@@ -562,8 +617,10 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
     dev_ptr_t<uint32_t> part_keys0{parts0, stream}, part_keys1{parts1, stream};
     bucket_t::mem_t* part[2] = {&part0[0], &part1[0]};
     uint32_t* part_keys[2] = {&part_keys0[0], &part_keys1[0]};
-    dev_ptr_t<bucket_t::mem_t> segs{nsegs, stream};
-    dev_ptr_t<bucket_t::mem_t> groups1{ngroups1, stream}, groups{ngroups, stream};
+    dev_ptr_t<bucket_t::mem_t> level_sums{levels.entries, stream};
+    dev_ptr_t<bucket_t::mem_t> scratch0{levels.scratch, stream}, scratch1{levels.scratch, stream};
+    dev_ptr_t<bucket_t::mem_t> finals{levels.finals(), stream};
+    bucket_t::mem_t* const scratch[2] = {&scratch0[0], &scratch1[0]};
     size_t temp_bytes = 0;
     CUDA_OK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes,
                                             (const uint32_t*)&keys_in[0], &keys_out[0],
@@ -609,9 +666,6 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
             CUDA_OK(cudaEventRecord(ev[i], stream));
     };
 
-    std::vector<bucket_t> window_sums(ngroups);
-    point_t total;
-    total.inf();
     for (uint32_t w = windows; w-- > 0;) {
         mark(0);
         digits<<<grid, 256, 0, stream>>>(&keys_in[0], &vals_in[0], &canon[0], n, c, w);
@@ -686,31 +740,67 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
             CUDA_OK(cudaGetLastError());
         }
         mark(4);
-        reduce_segments<<<(nsegs + 127) / 128, 128, 0, stream>>>(&segs[0], &buckets[0], nsegs);
-        CUDA_OK(cudaGetLastError());
-        sum_groups<<<(ngroups1 + 127) / 128, 128, 0, stream>>>(&groups1[0], &segs[0], nsegs);
-        CUDA_OK(cudaGetLastError());
-        sum_groups<<<(ngroups + 127) / 128, 128, 0, stream>>>(&groups[0], &groups1[0], ngroups1);
+        // Level 0 of the reduction: window w's rows of sums and weighted
+        // sums (rows w and windows + w).
+        const size_t row = levels.out[0];
+        segment_sums<<<(levels.out[0] + 127) / 128, 128, 0, stream>>>(
+            &level_sums[w * row], &level_sums[(windows + w) * row], &buckets[0], nbuckets, 0, 0);
         CUDA_OK(cudaGetLastError());
         mark(5);
-        // Horner over the windows, top first: total = 2^c total + S_w.
-        // The host's doublings of the previous windows overlap nothing
-        // heavy, so they are done before this window's sums come back.
-        for (uint32_t i = 0; i < c && w + 1 < windows; i++)
-            total.dbl();
-        CUDA_OK(cudaMemcpyAsync(window_sums.data(), &groups[0],
-                                ngroups * sizeof(bucket_t), cudaMemcpyDeviceToHost, stream));
-        stream.sync();
-        for (int i = 0; profile && i < 5; i++) {
-            float t;
-            CUDA_OK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
-            phase_ms[i] += t;
+        if (profile) {
+            stream.sync();
+            for (int i = 0; i < 5; i++) {
+                float t;
+                CUDA_OK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
+                phase_ms[i] += t;
+            }
         }
-        bucket_t s;
-        s.inf();
-        for (auto& g : window_sums)
-            s.add(g);
-        total.add((point_t)s);
+    }
+
+    // The rest of the reduction, every window at once: the higher levels,
+    // then the plain sums of each level's rows.
+    mark(0);
+    for (size_t L = 1; L < levels.levels(); L++) {
+        const uint32_t out = levels.out[L];
+        bucket_t::mem_t* sums = &level_sums[levels.offset[L]];
+        segment_sums<<<dim3((out + 127) / 128, windows), 128, 0, stream>>>(
+            sums, sums + (size_t)windows * out, &level_sums[levels.offset[L - 1]], levels.in[L],
+            levels.out[L - 1], out);
+        CUDA_OK(cudaGetLastError());
+    }
+    for (size_t L = 0; L < levels.levels(); L++) {
+        const uint32_t count = levels.out[L];
+        const size_t first_row = L == 0 ? 0 : windows;
+        sum_rows(&finals[L * 2 * windows + first_row],
+                 &level_sums[levels.offset[L] + first_row * count], count, count,
+                 L == 0 ? 2 * windows : windows, scratch, stream);
+    }
+    std::vector<bucket_t> host_finals(levels.finals());
+    CUDA_OK(cudaMemcpyAsync(host_finals.data(), &finals[0], levels.finals() * sizeof(bucket_t),
+                            cudaMemcpyDeviceToHost, stream));
+    mark(1);
+    stream.sync();
+    if (profile) {
+        float t;
+        CUDA_OK(cudaEventElapsedTime(&t, ev[0], ev[1]));
+        phase_ms[4] += t;
+    }
+    // S_j = sum_k B_k + P(B), P(B) = weighted_0 + SEG (weighted_1 + SEG (...)),
+    // and the total by Horner over the windows, top first.
+    point_t total;
+    total.inf();
+    for (uint32_t w = windows; w-- > 0;) {
+        point_t p;
+        p.inf();
+        for (size_t L = levels.levels(); L-- > 0;) {
+            for (uint32_t i = 0; i < LG_SEG; i++)
+                p.dbl();
+            p.add((point_t)host_finals[L * 2 * windows + windows + w]);
+        }
+        p.add((point_t)host_finals[w]);
+        for (uint32_t i = 0; i < c; i++)
+            total.dbl();
+        total.add(p);
     }
     if (profile) {
         fprintf(stderr, "wide MSM: %zu points, %u-bit windows x %u: digits %.1f ms, sort %.1f ms, "

@@ -169,7 +169,7 @@ static size_t exclusive_scan(const gpu_t& gpu, uint32_t* pos,
         return 0;
     size_t bytes = 0;
     CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, flags, pos, (int)n, gpu[0]));
-    auto temp = device_alloc<uint8_t>(bytes);
+    stream_buffer_t<uint8_t> temp{bytes, gpu[0]};
     CUDA_OK(cub::DeviceScan::ExclusiveSum((uint8_t*)temp, bytes, flags, pos,
                                           (int)n, gpu[0]));
     uint32_t last[2];
@@ -181,11 +181,12 @@ static size_t exclusive_scan(const gpu_t& gpu, uint32_t* pos,
 
 // One MSM's scalars as the witness-shaped MSM reads them, on the device:
 // the ones bitmap (padded to 1024-bit granules), and the other scalars'
-// indices (ascending) and values (Montgomery).
+// indices (ascending) and values (Montgomery). Made and used while the H
+// MSM may run beside, so stream-ordered (stream_buffer_t).
 struct device_plan_t {
     size_t npoints = 0, nothers = 0;
-    gpu_ptr_t<uint32_t> ones, index;
-    gpu_ptr_t<fr_t> scalar;
+    stream_buffer_t<uint32_t> ones, index;
+    stream_buffer_t<fr_t> scalar;
 
     cuzk_msm_plan_t view(size_t offset) const
     {
@@ -199,20 +200,20 @@ static device_plan_t classify(const gpu_t& gpu, const fr_t* s, size_t n)
     device_plan_t plan;
     plan.npoints = n;
     size_t words = ((n + 1023) / 1024) * 32;
-    plan.ones = device_alloc<uint32_t>(words);
+    plan.ones = stream_buffer_t<uint32_t>(words, gpu[0]);
     CUDA_OK(cudaMemsetAsync((uint32_t*)plan.ones, 0, std::max<size_t>(words, 1) * 4, gpu[0]));
     if (n == 0) {
-        plan.index = device_alloc<uint32_t>(0);
-        plan.scalar = device_alloc<fr_t>(0);
+        plan.index = stream_buffer_t<uint32_t>(0, gpu[0]);
+        plan.scalar = stream_buffer_t<fr_t>(0, gpu[0]);
         return plan;
     }
-    auto flags = device_alloc<uint32_t>(n);
-    auto pos = device_alloc<uint32_t>(n);
+    stream_buffer_t<uint32_t> flags{n, gpu[0]};
+    stream_buffer_t<uint32_t> pos{n, gpu[0]};
     classify_scalars<<<r1cs_blocks(gpu), R1CS_THREADS, 0, gpu[0]>>>(plan.ones, flags, s, n, fr_t::one());
     CUDA_OK(cudaGetLastError());
     plan.nothers = exclusive_scan(gpu, pos, flags, n);
-    plan.index = device_alloc<uint32_t>(plan.nothers);
-    plan.scalar = device_alloc<fr_t>(plan.nothers);
+    plan.index = stream_buffer_t<uint32_t>(plan.nothers, gpu[0]);
+    plan.scalar = stream_buffer_t<fr_t>(plan.nothers, gpu[0]);
     compact_indices<<<r1cs_blocks(gpu), R1CS_THREADS, 0, gpu[0]>>>(plan.index, flags, pos, n);
     CUDA_OK(cudaGetLastError());
     compact_scalars<<<r1cs_blocks(gpu), R1CS_THREADS, 0, gpu[0]>>>(plan.scalar, s, flags, pos, n);
@@ -226,16 +227,16 @@ static device_plan_t classify(const gpu_t& gpu, const fr_t* s, size_t n)
 static device_plan_t classify_dense(const gpu_t& gpu, const fr_t* aux, size_t naux,
                                     const uint64_t* density, size_t expected)
 {
-    gpu_ptr_t<fr_t> dense;
+    stream_buffer_t<fr_t> dense;
     {
-        auto flags = device_alloc<uint32_t>(naux);
-        auto pos = device_alloc<uint32_t>(naux);
+        stream_buffer_t<uint32_t> flags{naux, gpu[0]};
+        stream_buffer_t<uint32_t> pos{naux, gpu[0]};
         density_flags<<<r1cs_blocks(gpu), R1CS_THREADS, 0, gpu[0]>>>(flags, density, naux);
         CUDA_OK(cudaGetLastError());
         size_t ndense = exclusive_scan(gpu, pos, flags, naux);
         if (ndense != expected)
             throw invalid("density bitmap and its count disagree");
-        dense = device_alloc<fr_t>(ndense);
+        dense = stream_buffer_t<fr_t>(ndense, gpu[0]);
         compact_scalars<<<r1cs_blocks(gpu), R1CS_THREADS, 0, gpu[0]>>>(dense, aux, flags, pos, naux);
         CUDA_OK(cudaGetLastError());
     }

@@ -99,6 +99,11 @@ pub struct Tuning {
     /// them on a stream of its own (false, the default, where device
     /// memory has room for both working sets). For measurement and checks.
     pub h_msm_serial: bool,
+    /// Run the NTTs before the L, A and B MSMs, the wide H MSM then beside
+    /// them (false, the default: where device memory holds a, b and c
+    /// through the H MSM, the NTTs run beside them too, on the H MSM's
+    /// stream). For measurement and checks.
+    pub ntts_first: bool,
 }
 
 /// The H MSM's kernel (resident parameters; streamed ones always use
