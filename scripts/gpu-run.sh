@@ -8,8 +8,8 @@
 #                                       uploaded in the region beside uploaded ahead;
 #                                       HMSM=1: the H MSM, sppark's beside cuzk's wide kernel;
 #                                       HMSM_PLANS="4:3 3:4": also under these affine round plans;
-#                                       NTTSFIRST=1: the region again with the NTTs before the
-#                                       other MSMs (the H MSM beside them);
+#                                       NTTSBESIDE=1: the region again with the NTTs beside
+#                                       the other MSMs too (Tuning::ntts_beside);
 #                                       HSERIAL=1: the region again with the wide H MSM before,
 #                                       not beside, the other MSMs)
 #   scripts/gpu-run.sh soak             COUNT (1000) small proofs in a row, RSS and VRAM sampled
@@ -56,7 +56,7 @@ case "$mode" in
     for k in "$@"; do args+=(--log2 "$k"); done
     for p in ${HMSM_PLANS:-}; do args+=(--h-msm-plan "$p"); done
     timeout "${BENCH_TIMEOUT:-420}" "$bin" gpu-bench "${args[@]}" ${SUPRASEAL:+--supraseal} --repeat "${REPEAT:-3}" \
-      ${THROUGHPUT:+--throughput $THROUGHPUT} ${HMSM:+--h-msm} ${NTTSFIRST:+--ntts-first} ${HSERIAL:+--h-serial} --json "$out/gpu-bench.json" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
+      ${THROUGHPUT:+--throughput $THROUGHPUT} ${HMSM:+--h-msm} ${NTTSBESIDE:+--ntts-beside} ${HSERIAL:+--h-serial} --json "$out/gpu-bench.json" --dir /tmp/cuzk-gpu-bench 2>&1 | tee "$out/gpu-bench.log"
     ;;
   soak)
     # Issue 12.10: many small proofs in a row on the GPU (embedded engine,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tonic::Code;
 
 mod common;
-use common::http_get;
+use common::{free_port, http_get};
 
 /// A daemon started the way an operator would, under a chosen umask and
 /// environment; killed when dropped.
@@ -72,14 +72,6 @@ impl Drop for Proc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Retries until the daemon answers GetStatus through `options` (or the

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tonic::Code;
 
 mod common;
-use common::{await_job, check_proof, connect, http_get, spec, Client, Daemon, Listen};
+use common::{await_job, check_proof, connect, free_port, http_get, spec, Client, Daemon, Listen};
 use pb::await_proof_response::Status;
 
 fn submit_request(
@@ -675,13 +675,6 @@ async fn small_memory_budget_bounds_peak_rss() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn starts_without_a_config_file_and_serves_http_status() {
     let dir = tempfile::tempdir().unwrap();
-    let free_port = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
     let (grpc, http) = (
         format!("127.0.0.1:{}", free_port()),
         format!("127.0.0.1:{}", free_port()),

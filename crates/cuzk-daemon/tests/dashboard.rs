@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 mod common;
-use common::{await_job, http_get, spec, Daemon, Listen};
+use common::{await_job, free_port, http_get, spec, Daemon, Listen};
 
 const DASHBOARD: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -150,12 +150,7 @@ async fn every_metric_the_dashboard_queries_is_in_the_daemons_metrics() {
 
     // A daemon with its HTTP endpoint, and one finished job: counters and
     // histograms with labels have no sample until they are used.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let http = format!("127.0.0.1:{port}");
+    let http = format!("127.0.0.1:{}", free_port());
     let daemon = Daemon::start(Listen::Tcp, &format!("[daemon]\nstatus_listen = \"{http}\"\n"));
     let mut client = daemon.client();
     let spec = spec(1 << 9, 1, 1);

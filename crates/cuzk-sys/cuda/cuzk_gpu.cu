@@ -96,7 +96,7 @@ struct cuzk_tuning_t {
     size_t msm_window;             // most "other" points per Pippenger MSM
     uint32_t h_msm;                // H MSM kernel: H_MSM_AUTO, _SPPARK or _WIDE
     uint32_t h_serial;             // 1: the wide H MSM before the other MSMs, not beside them
-    uint32_t ntts_first;           // 1: the NTTs before the other MSMs (the H MSM beside them)
+    uint32_t ntts_beside;          // 1: the NTTs beside the other MSMs too, where memory allows
 };
 
 // Which kernel computes the H MSM over resident points: cuzk's wide-window
@@ -866,12 +866,11 @@ static void upload_and_prepare(const cuzk_gpu_srs_t* srs, fr_t* const d[3],
     copy.sync();
 }
 
-// Where Auto takes the wide kernel for the H MSM: from 2^25 - 1 points,
+// Where Auto takes the wide kernel for the H MSM: from 2^24 - 1 points,
 // with room for its working set. Measured on an H200 (BENCHMARKS.md,
-// issue 15) it is faster than sppark's at 2^26 and 2^27 points and not at
-// 2^24 (0.92-0.99x), where its 13 windows' fixed costs (sort passes,
-// reduction) weigh more.
-static const size_t WIDE_H_MIN_POINTS = ((size_t)1 << 25) - 1;
+// issue 15) it is faster than sppark's at 2^24 (1.07-1.11x, since the
+// reduction by levels), 2^26 and 2^27 points (1.36x); not measured below.
+static const size_t WIDE_H_MIN_POINTS = ((size_t)1 << 24) - 1;
 
 // How a region computes its H MSM: by the wide kernel or sppark's, the
 // wide kernel's accumulation, and whether it runs beside the L, A and B
@@ -947,9 +946,9 @@ static point_t wide_h_msm(const cuzk_gpu_srs_t* srs, const fr_t* scalars, uint32
 // the device, so neither waits for the other, and each fills the SMs the
 // other leaves idle (the reduction's few threads, the host's share of
 // sppark's MSMs). (sppark's own H MSM cannot run this way: it uses those
-// same three streams.) Where device memory allows, the job starts
-// earlier, with a, b and c: the NTTs and the quotient run beside the other
-// MSMs as well (start_with_ntts). The job holds its buffers until it is
+// same three streams.) With Tuning::ntts_beside and where device memory
+// allows, the job starts earlier, with a, b and c: the NTTs and the
+// quotient run beside the other MSMs as well (start_with_ntts). The job holds its buffers until it is
 // done; its destructor waits for it, so no early return leaves it running.
 class h_msm_beside_t {
     struct result_t {
@@ -1158,8 +1157,9 @@ extern "C" void cuzk_gpu_staged_drop(cuzk_gpu_staged_t* st)
     }
 }
 
-// The CUDA region of one partition: H by NTTs and its MSM, then the L, A,
-// B_G1 and B_G2 MSMs shaped by the witness. With `staged` (from
+// The CUDA region of one partition: H by NTTs and its MSM, and the L, A,
+// B_G1 and B_G2 MSMs shaped by the witness (beside the H MSM where memory
+// allows, see h_msm_beside_t; else after it). With `staged` (from
 // cuzk_gpu_stage_abc) a, b and c are already on the device and the region
 // takes them over; without, it uploads them itself. Device memory is
 // released before return.
@@ -1193,12 +1193,13 @@ CUZK_TRY
             {structured_msm_bytes<g1_curve>(p->l, tuning),
              structured_msm_bytes<g1_curve>(p->a_aux, tuning),
              structured_msm_bytes<g2_curve>(p->b_aux, tuning)});
-        // The upload (unless staged) and the NTTs beside the other MSMs
-        // too, on the H MSM's stream, where device memory holds a, b and c
-        // through the H MSM; else they run first, then the H MSM beside
-        // the others or before them (quotient_and_h).
+        // With ntts_beside, the upload (unless staged) and the NTTs beside
+        // the other MSMs too, on the H MSM's stream, where device memory
+        // holds a, b and c through the H MSM. Otherwise (the default:
+        // measured no faster, BENCHMARKS.md) they run first, then the H
+        // MSM beside the others or before them (quotient_and_h).
         const size_t abc_bytes = staged ? 0 : 3 * n * sizeof(fr_t);
-        const h_choice_t early = streamed || tuning.ntts_first
+        const h_choice_t early = streamed || !tuning.ntts_beside
             ? h_choice_t{} : choose_h(tuning, n - 1, beside_bytes + abc_bytes);
         if (staged)
             for (int i = 0; i < 3; i++)
@@ -1423,9 +1424,10 @@ CUZK_TRY
         const size_t beside_bytes = CLASSIFY_BYTES * r->num_aux
             + std::max(structured_msm_bytes<g1_curve>(all, tuning),
                        structured_msm_bytes<g2_curve>(all, tuning));
-        // As in cuzk_gpu_prove: the NTTs beside the other MSMs too when
-        // memory holds a, b, c through the H MSM.
-        const h_choice_t early = tuning.ntts_first ? h_choice_t{} : choose_h(tuning, n - 1, beside_bytes);
+        // As in cuzk_gpu_prove: with ntts_beside, the NTTs beside the
+        // other MSMs too when memory holds a, b, c through the H MSM.
+        const h_choice_t early = tuning.ntts_beside ? choose_h(tuning, n - 1, beside_bytes)
+                                                    : h_choice_t{};
         if (early.wide && early.beside) {
             out->ms.ntt = 0;
             h_beside.start_with_ntts(srs, d, nullptr, 0, p->lg_domain, p->z_inv, early.affine,

@@ -6,8 +6,10 @@
 pub mod pool;
 
 use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 
@@ -16,6 +18,29 @@ pub type Client = ProvingEngineClient<Channel>;
 pub enum Listen {
     Tcp,
     Unix,
+}
+
+/// A free TCP port on 127.0.0.1 for a daemon to bind, never the same one
+/// twice in this test process. The tests run in parallel, and between a
+/// probe's bind here and its daemon's the kernel may hand the same free
+/// port to another test's probe: two daemons then race for one port, one
+/// fails to bind, and its test talks to the other test's daemon (the
+/// likely cause of a failure seen once in a full test run on a loaded
+/// machine: a malformed request answered Unavailable, as a daemon that
+/// another test was stopping answers, instead of InvalidArgument).
+pub fn free_port() -> u16 {
+    static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if given.insert(port) {
+            return port;
+        }
+    }
 }
 
 /// A daemon process with its own parameter directory and log file.
@@ -46,14 +71,7 @@ impl Daemon {
     ) -> Self {
         let params = params.to_path_buf();
         let address = match listen {
-            Listen::Tcp => {
-                let port = std::net::TcpListener::bind("127.0.0.1:0")
-                    .unwrap()
-                    .local_addr()
-                    .unwrap()
-                    .port();
-                format!("127.0.0.1:{port}")
-            }
+            Listen::Tcp => format!("127.0.0.1:{}", free_port()),
             Listen::Unix => format!("unix://{}", dir.path().join("cuzk.sock").display()),
         };
         // Keys of a leading `[daemon]` table in `extra_config` join the

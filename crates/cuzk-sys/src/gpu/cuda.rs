@@ -44,7 +44,7 @@ struct TuningC {
     msm_window: usize,
     h_msm: u32,
     h_serial: u32,
-    ntts_first: u32,
+    ntts_beside: u32,
 }
 
 /// `cuzk_partition_t`.
@@ -626,7 +626,7 @@ fn tuning_c(tuning: &super::Tuning) -> TuningC {
         msm_window: tuning.msm_window,
         h_msm: tuning.h_msm.code(),
         h_serial: u32::from(tuning.h_msm_serial),
-        ntts_first: u32::from(tuning.ntts_first),
+        ntts_beside: u32::from(tuning.ntts_beside),
     }
 }
 

@@ -99,22 +99,24 @@ pub struct Tuning {
     /// them on a stream of its own (false, the default, where device
     /// memory has room for both working sets). For measurement and checks.
     pub h_msm_serial: bool,
-    /// Run the NTTs before the L, A and B MSMs, the wide H MSM then beside
-    /// them (false, the default: where device memory holds a, b and c
-    /// through the H MSM, the NTTs run beside them too, on the H MSM's
-    /// stream). For measurement and checks.
-    pub ntts_first: bool,
+    /// Also run the upload (unless staged ahead) and the NTTs beside the
+    /// L, A and B MSMs, on the wide H MSM's stream, where device memory
+    /// holds a, b and c through the H MSM. Off by default: on an H200 it
+    /// measured no faster than the NTTs first (the NTTs and the H MSM
+    /// already fill the SMs, BENCHMARKS.md issue 15), and it holds b and c
+    /// (8 GiB at 2^27) through the H MSM. For measurement and checks.
+    pub ntts_beside: bool,
 }
 
 /// The H MSM's kernel (resident parameters; streamed ones always use
 /// sppark's, which streams the points).
 ///
-/// The default is `Auto`: cuzk's wide kernel from 2^25 - 1 points, where
-/// it measured faster than sppark's on an H200 (1.23x at 2^27, BENCHMARKS.md
-/// issue 15), sppark's below.
+/// The default is `Auto`: cuzk's wide kernel from 2^24 - 1 points, where
+/// it measured faster than sppark's on an H200 (1.07-1.11x at 2^24, 1.36x
+/// at 2^27, BENCHMARKS.md issue 15), sppark's below.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum HMsmKernel {
-    /// cuzk's wide-window MSM from 2^25 - 1 points when device memory has
+    /// cuzk's wide-window MSM from 2^24 - 1 points when device memory has
     /// room for it, else sppark's.
     #[default]
     Auto,
