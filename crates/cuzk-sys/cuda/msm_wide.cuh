@@ -652,8 +652,9 @@ static point_t msm(const affine_h* points, const fr_t* scalars, size_t n, bool m
     CUDA_OK(cudaGetLastError());
 
     // CUZK_WIDE_MSM_PROFILE=1: each phase's device time, summed over the
-    // windows, on stderr (events between the launches: no syncs beyond
-    // the window's own and the affine rounds').
+    // windows, on stderr (events between the launches, read after a sync
+    // at each window's end, which only profiling adds; "reduce" includes
+    // the levels run once after the last window).
     static const bool profile = std::getenv("CUZK_WIDE_MSM_PROFILE") != nullptr;
     cudaEvent_t ev[6];
     float phase_ms[5] = {0, 0, 0, 0, 0};
