@@ -425,8 +425,10 @@ template<class T> static gpu_ptr_t<T> device_alloc(size_t n)
 // device. cudaFree synchronises the whole device: a temporary freed that
 // way by the L, A or B MSMs would wait for the H MSM's kernels queued on
 // their own stream beside them (issue 15 item 2: no device-wide
-// synchronisation). Move-only; the memory may be reused by later
-// allocations only once the stream's work before the free is done.
+// synchronisation). Move-only, unlike sppark's stream-ordered dev_ptr_t,
+// whose copies do not own (plans are built in a function and returned);
+// the memory may be reused only once the stream's work before the free
+// is done.
 template<class T> class stream_buffer_t {
     T* ptr_ = nullptr;
     cudaStream_t stream_ = nullptr;
