@@ -16,7 +16,10 @@
 #   scripts/gpu-run.sh fullscale        32 GiB-shaped PoRep proofs (10 x 2^27) through the
 #                                       embedded engine, beside supraseal-c2 (FEATURES=supraseal
 #                                       build), with peaks and a timeline chart; one GPU
-#                                       (GPU=0); COUNT proofs, BUDGET GiB, SUPRASEAL_PER_CALL;
+#                                       (GPU=0); COUNT proofs, BUDGET GiB (56; 100 with HOST_ABC),
+#                                       SUPRASEAL_PER_CALL;
+#                                       a, b, c computed on the GPU from the shaped R1CS
+#                                       (HOST_ABC=1: on the host, uploaded);
 #                                       CUZK_GPU_MEMORY_CAP_GIB=16: as a 16 GiB card (both provers)
 #   scripts/gpu-run.sh witness          one real-structure partition's host side on this host's
 #                                       cores (real-synthesis: sequential witness, by units,
@@ -96,7 +99,9 @@ PY
     # A small run first: the same path at 2^20, supraseal's bytes compared.
     [ -n "${SKIP_SMALL:-}" ] || timeout 180 "$bin" batch --type shaped --log2 20 --partitions 4 --count 2 \
       --concurrency 2 --embedded --param-cache "$cache" --memory-budget-gib 8 --warmup --supraseal 1 2>&1 | tee "$out/small.log"
-    ( time "$bin" gen-srs --shape porep-32g --shape-seed 0 --out "$cache" ) 2>&1 | tee "$out/gen-srs.log"
+    # Made once per machine: the 64 GiB disk holds one 44 GiB file, not a second beside it.
+    [ -e "$cache/shaped-v1-n130278541-i327-s0.params" ] ||
+      ( time "$bin" gen-srs --shape porep-32g --shape-seed 0 --out "$cache" ) 2>&1 | tee "$out/gen-srs.log"
     ls -la "$cache"; free -g | head -2
     ( while sleep 2; do nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader; done ) \
       >"$out/nvidia-smi-samples.csv" 2>&1 &
@@ -104,10 +109,14 @@ PY
     # glibc backs its large (mmapped) allocations with transparent huge
     # pages: 4 KiB page faults on the 17 GB of every 2^27 partition cost
     # more than the witness generation itself (BENCHMARKS.md).
+    # The budget covers the partitions in flight and the R1CS, not the 45.6
+    # GiB of parameters: on the 128 GiB host 56 GiB holds the R1CS (6.5 GiB)
+    # and 11 witnesses of 4.2 GiB; a host-side partition holds 18 GiB.
+    budget=56; [ -z "${HOST_ABC:-}" ] || budget=100
     GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.hugetlb=1} CUZK_LOG=${CUZK_LOG:-info} timeout "${FULL_TIMEOUT:-420}" "$bin" batch --type shaped --shape porep-32g \
       --embedded --param-cache "$cache" --count "${COUNT:-3}" --concurrency 2 --warmup \
-      --partition-workers "${PW:-2}" --prover-workers "${PROVERS:-2}" --memory-budget-gib "${BUDGET:-100}" \
-      --supraseal "${SUPRASEAL_PROOFS:-1}" ${SUPRASEAL_PER_CALL:+--supraseal-per-call $SUPRASEAL_PER_CALL} \
+      --partition-workers "${PW:-2}" --prover-workers "${PROVERS:-2}" --memory-budget-gib "${BUDGET:-$budget}" \
+      --supraseal "${SUPRASEAL_PROOFS:-1}" ${SUPRASEAL_PER_CALL:+--supraseal-per-call $SUPRASEAL_PER_CALL} ${HOST_ABC:+--host-abc} \
       2>"$out/engine.log" | tee "$out/batch.log"
     echo "batch exit: ${PIPESTATUS[0]}"
     kill $sampler
@@ -125,6 +134,10 @@ PY
     ( while sleep 2; do nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader; done ) \
       >"$out/nvidia-smi-samples.csv" 2>&1 &
     sampler=$!
+    # The budget covers the partitions in flight and the R1CS, not the 45.6
+    # GiB of parameters: on the 128 GiB host 56 GiB holds the R1CS (6.5 GiB)
+    # and 11 witnesses of 4.2 GiB; a host-side partition holds 18 GiB.
+    budget=56; [ -z "${HOST_ABC:-}" ] || budget=100
     GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.hugetlb=1} CUZK_LOG=${CUZK_LOG:-info} timeout "${REALC2_TIMEOUT:-560}" \
       "$bin" real-c2 --proof "${PROOF:-porep-32g}" --passes "${PASSES:-witness:3,host:1}" \
       --memory-budget-gib "${BUDGET:-100}" ${REALC2_ARGS:-} 2>"$out/engine.log" | tee "$out/real-c2.jsonl"

@@ -34,6 +34,12 @@ pub struct Target {
     /// (a 2^27 partition needs about 25).
     #[arg(long, default_value_t = 4)]
     pub memory_budget_gib: u64,
+    /// Embedded engine: every partition synthesised in full on the host
+    /// (its a, b, c computed there and uploaded), as with `[pipeline]
+    /// witness_only = false`; by default a GPU computes them from the
+    /// witness where the plan allows.
+    #[arg(long)]
+    pub host_abc: bool,
     /// Embedded engine: prove Filecoin requests whose vanilla proofs do not
     /// verify (`cuzk-bench real-inputs` files) without verifying their
     /// proofs, as a daemon with `[benchmark] allow_unverifiable = true` does.
@@ -106,6 +112,7 @@ impl Client {
                     partition_workers: target.partition_workers,
                     workers_per_backend: target.prover_workers,
                     memory_budget: target.memory_budget_gib << 30,
+                    witness_only: !target.host_abc,
                     ..EngineConfig::default()
                 },
                 backends: gpu_backends(&[], Residency::Auto, None),

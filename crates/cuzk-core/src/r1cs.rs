@@ -51,6 +51,10 @@ pub enum R1csError {
     /// 31/32-bit fields of the compact layout.
     #[error("the circuit is too large for the compiled R1CS: {0}")]
     TooLarge(String),
+    /// A generated R1CS ([`CompiledR1cs::from_rows`]) names a variable or
+    /// a coefficient it does not have.
+    #[error("the generated R1CS is malformed: {0}")]
+    Malformed(String),
     /// A unit of [`CompiledR1cs::witness_by_units`] does not line up with
     /// the recorded circuit.
     #[error("the circuit's units do not match its recording: {0}")]
@@ -74,9 +78,9 @@ pub enum R1csError {
 }
 
 /// Coefficient id of one: the term is the variable's value.
-const ONE_ID: u32 = 0;
+pub(crate) const ONE_ID: u32 = 0;
 /// Coefficient id of minus one: the term is subtracted.
-const MINUS_ONE_ID: u32 = 1;
+pub(crate) const MINUS_ONE_ID: u32 = 1;
 /// Marks an input variable in [`Entry::variable`]; aux indices use the other
 /// 31 bits.
 const INPUT_BIT: u32 = cuzk_sys::gpu::R1CS_INPUT_BIT;
@@ -200,6 +204,17 @@ impl CoefficientTable {
     }
 }
 
+/// One of the three matrices, for [`CompiledR1cs::from_rows`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Matrix {
+    A,
+    B,
+    C,
+}
+
+/// Rows built per rayon task by [`CompiledR1cs::from_rows`].
+const ROWS_PER_BUILD_TASK: usize = 1 << 16;
+
 /// The R1CS of one circuit, recorded once, evaluated per proof.
 ///
 /// Build it with [`record`](Self::record) from any instance of the circuit
@@ -310,6 +325,75 @@ impl CompiledR1cs {
             );
         }
         recorder.finish()
+    }
+
+    /// An R1CS given row by row rather than recorded from a circuit, for
+    /// generated constraint systems (the shaped circuits of
+    /// [`crate::shaped`]): running a circuit through the recorder costs
+    /// about a core-minute at 2^27 constraints, this builds the rows in
+    /// parallel. `row(matrix, r, terms)` appends row `r` of `matrix` to
+    /// `terms` (cleared before each call) as (variable, coefficient id)
+    /// pairs, ids indexing `coefficients`, whose first two values must be
+    /// one and minus one ([`ONE_ID`], [`MINUS_ONE_ID`]) and none zero. The
+    /// density bitmaps follow from the matrices by `enforce`'s rules: aux
+    /// variables in A, inputs and aux variables in B.
+    pub(crate) fn from_rows<F>(
+        num_inputs: usize,
+        num_aux: usize,
+        rows: usize,
+        coefficients: Vec<Scalar>,
+        row: F,
+    ) -> Result<Self, R1csError>
+    where
+        F: Fn(Matrix, usize, &mut Vec<(Index, u32)>) + Sync,
+    {
+        let units = coefficients.get(ONE_ID as usize) == Some(&Scalar::ONE)
+            && coefficients.get(MINUS_ONE_ID as usize) == Some(&-Scalar::ONE);
+        if !units || coefficients.iter().any(|c| c.is_zero_vartime()) {
+            return Err(R1csError::Malformed(
+                "the coefficients must start with one and minus one and hold no zero".into(),
+            ));
+        }
+        if num_inputs == 0 {
+            return Err(R1csError::Malformed("no constant-one input".into()));
+        }
+        let build = |matrix| build_matrix(matrix, num_inputs, num_aux, rows, coefficients.len(), &row);
+        let (a, (b, c)) = rayon::join(
+            || build(Matrix::A),
+            || rayon::join(|| build(Matrix::B), || build(Matrix::C)),
+        );
+        let (a, b, c) = (a?, b?, c?);
+        let zeros = |len: usize| {
+            let mut bitmap = DensityBitmap::with_capacity(len);
+            (0..len).for_each(|_| bitmap.push_zero());
+            bitmap
+        };
+        let (mut a_aux_density, mut b_input_density, mut b_aux_density) =
+            (zeros(num_aux), zeros(num_inputs), zeros(num_aux));
+        for entry in &a.entries {
+            if entry.variable & INPUT_BIT == 0 {
+                a_aux_density.set(entry.variable as usize);
+            }
+        }
+        for entry in &b.entries {
+            let index = (entry.variable & !INPUT_BIT) as usize;
+            match entry.variable & INPUT_BIT {
+                0 => b_aux_density.set(index),
+                _ => b_input_density.set(index),
+            }
+        }
+        Ok(Self {
+            a,
+            b,
+            c,
+            coefficients,
+            num_inputs,
+            num_aux,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+            namespaces: Vec::new(),
+        })
     }
 
     /// Synthesises an instance of the recorded circuit: its witness, then
@@ -542,6 +626,86 @@ impl CompiledR1cs {
             + self.coefficients.capacity() * std::mem::size_of::<Scalar>()
             + bitmaps
     }
+}
+
+/// One matrix of [`CompiledR1cs::from_rows`], in two parallel passes
+/// over the rows (their lengths, then their entries in place), so the
+/// matrix is never held twice; each term is checked against the variables
+/// and coefficients there are.
+fn build_matrix<F>(
+    matrix: Matrix,
+    num_inputs: usize,
+    num_aux: usize,
+    rows: usize,
+    coefficients: usize,
+    row: &F,
+) -> Result<SparseMatrix, R1csError>
+where
+    F: Fn(Matrix, usize, &mut Vec<(Index, u32)>) + Sync,
+{
+    let lengths: Vec<usize> = (0..rows)
+        .into_par_iter()
+        .with_min_len(ROWS_PER_BUILD_TASK)
+        .map_init(Vec::new, |terms, r| {
+            terms.clear();
+            row(matrix, r, terms);
+            terms.len()
+        })
+        .collect();
+    let too_many = || R1csError::TooLarge(format!("a matrix holds more than {} nonzeros", u32::MAX));
+    let mut row_starts = Vec::with_capacity(rows + 1);
+    row_starts.push(0u32);
+    let mut end = 0usize;
+    for length in lengths {
+        end += length;
+        row_starts.push(u32::try_from(end).map_err(|_| too_many())?);
+    }
+    let mut entries = vec![
+        Entry {
+            variable: 0,
+            coefficient: 0
+        };
+        end
+    ];
+    // The entries of each chunk of rows, split off in turn.
+    let mut chunks = Vec::with_capacity(rows.div_ceil(ROWS_PER_BUILD_TASK));
+    let mut rest = entries.as_mut_slice();
+    for first in (0..rows).step_by(ROWS_PER_BUILD_TASK) {
+        let last = rows.min(first + ROWS_PER_BUILD_TASK);
+        let len = (row_starts[last] - row_starts[first]) as usize;
+        let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(len);
+        chunks.push((first..last, chunk));
+        rest = tail;
+    }
+    chunks.into_par_iter().try_for_each(|(range, chunk)| {
+        let (mut terms, mut at) = (Vec::new(), 0);
+        for r in range {
+            terms.clear();
+            row(matrix, r, &mut terms);
+            if terms.len() != (row_starts[r + 1] - row_starts[r]) as usize {
+                return Err(R1csError::Malformed(format!(
+                    "{matrix:?} row {r} changed length between passes"
+                )));
+            }
+            for &(variable, id) in &terms {
+                let known = match variable {
+                    Index::Input(i) => i < num_inputs,
+                    Index::Aux(i) => i < num_aux,
+                };
+                if !known || id as usize >= coefficients {
+                    return Err(R1csError::Malformed(format!(
+                        "{matrix:?} row {r}: {variable:?} with coefficient id {id} \
+                         ({num_inputs} inputs, {num_aux} aux, {coefficients} coefficients)"
+                    )));
+                }
+                chunk[at] = Entry::new(variable, id)
+                    .ok_or_else(|| R1csError::TooLarge(format!("variable {variable:?} does not fit")))?;
+                at += 1;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(SparseMatrix { row_starts, entries })
 }
 
 /// `value * coefficient`, skipping the multiplication when the value is 0 or

@@ -13,7 +13,9 @@
 
 use crate::assignment::{DensityBitmap, ProvingAssignment};
 use crate::params::ProvingParameters;
+use crate::r1cs::{CompiledR1cs, Matrix, R1csError, Witness, MINUS_ONE_ID, ONE_ID};
 use bellperson::groth16::VerifyingKey;
+use bellperson::Index;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
@@ -170,8 +172,11 @@ impl ShapedCircuit {
         }
     }
 
-    /// A witness for it (a/b/c random; aux values about 50 % zero, 45 % one,
-    /// 5 % other), deterministic in `value_seed`.
+    /// An assignment for it without its constraints: a/b/c drawn at random
+    /// rather than computed from [`compiled_r1cs`](Self::compiled_r1cs)
+    /// (cheap, for tests and benchmarks of a lone partition); aux values
+    /// about 50 % zero, 45 % one, 5 % other, as in
+    /// [`witness`](Self::witness). Deterministic in `value_seed`.
     pub fn assignment(&self, value_seed: u64) -> ProvingAssignment {
         // A parallel pass: a synthesis worker's slot is free meanwhile.
         crate::cores::parallel(|| self.assignment_on_pool(value_seed))
@@ -179,15 +184,42 @@ impl ShapedCircuit {
 
     fn assignment_on_pool(&self, value_seed: u64) -> ProvingAssignment {
         let (constraints, seed) = (self.constraints, value_seed);
-        let (a, (b, c)) = rayon::join(
-            || random_scalars(constraints, seed, 1),
+        let ((a, (b, c)), witness) = rayon::join(
             || {
                 rayon::join(
-                    || random_scalars(constraints, seed, 2),
-                    || random_scalars(constraints, seed, 3),
+                    || random_scalars(constraints, seed, 1),
+                    || {
+                        rayon::join(
+                            || random_scalars(constraints, seed, 2),
+                            || random_scalars(constraints, seed, 3),
+                        )
+                    },
                 )
             },
+            || self.witness_on_pool(seed),
         );
+        ProvingAssignment {
+            a,
+            b,
+            c,
+            input_assignment: witness.inputs,
+            aux_assignment: witness.aux,
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+        }
+    }
+
+    /// The variables' values of partition `value_seed`: the constant one
+    /// and the public inputs, and aux values about 50 % zero, 45 % one, 5 %
+    /// other (a PoRep partition's mix of bits and field elements). With
+    /// [`compiled_r1cs`](Self::compiled_r1cs) this is what the engine's
+    /// witness path proves.
+    pub fn witness(&self, value_seed: u64) -> Witness {
+        crate::cores::parallel(|| self.witness_on_pool(value_seed))
+    }
+
+    fn witness_on_pool(&self, seed: u64) -> Witness {
         let mut aux = vec![Scalar::ZERO; self.a_aux_density.len()];
         aux.par_chunks_mut(CHUNK).enumerate().for_each(|(i, part)| {
             let mut rng = rng(seed, 4, i);
@@ -199,25 +231,108 @@ impl ShapedCircuit {
                 };
             }
         });
-        let mut input_assignment = vec![Scalar::ONE];
-        input_assignment.extend(self.assignment_inputs(seed));
-        ProvingAssignment {
-            a,
-            b,
-            c,
-            input_assignment,
-            aux_assignment: aux,
-            a_aux_density: self.a_aux_density.clone(),
-            b_input_density: self.b_input_density.clone(),
-            b_aux_density: self.b_aux_density.clone(),
-        }
+        let mut inputs = Vec::with_capacity(self.inputs + 1);
+        inputs.push(Scalar::ONE);
+        inputs.extend(self.assignment_inputs(seed));
+        Witness { inputs, aux }
     }
 
     /// The public inputs (without the constant one) of `assignment(value_seed)`.
     pub fn assignment_inputs(&self, value_seed: u64) -> Vec<Scalar> {
         random_scalars(self.inputs, value_seed, 5)
     }
+
+    /// Constraints for it, whose densities are the circuit's (so its
+    /// parameter file fits them), about five nonzeros a constraint as in a
+    /// PoRep partition (5.5). Constraint `j` of the aux variables has
+    /// `A = w_j + k w_{j+1}` (the second term when `w_{j+1}` is in A, `k`
+    /// one or, every eighth constraint, one of 62 other coefficients;
+    /// `A = 1` when `w_j` is not in A), `B = w_b` for the B variables in
+    /// turn plus the inputs `x_i` in B with `i = j` modulo the aux count,
+    /// and `C = w_j - w_{j+7}`; then `x_i * 0 = 0` for each input, as
+    /// [`crate::synthesize`] appends. The constraints are not satisfied (the
+    /// witness is random): shaped proofs do not verify in any case. Built in
+    /// parallel, a few seconds at 2^27 constraints.
+    pub fn compiled_r1cs(&self) -> Result<CompiledR1cs, R1csError> {
+        let (inputs, aux) = (self.inputs + 1, self.a_aux_density.len());
+        let rows = ShapedRows::new(self);
+        let coefficients = rows.coefficients.clone();
+        CompiledR1cs::from_rows(inputs, aux, aux + inputs, coefficients, |matrix, r, terms| {
+            rows.row(matrix, r, terms)
+        })
+    }
 }
+
+/// The rows of [`ShapedCircuit::compiled_r1cs`].
+struct ShapedRows<'a> {
+    circuit: &'a ShapedCircuit,
+    /// The aux variables in B, in order.
+    b_aux: Vec<usize>,
+    coefficients: Vec<Scalar>,
+}
+
+impl<'a> ShapedRows<'a> {
+    fn new(circuit: &'a ShapedCircuit) -> Self {
+        let aux = circuit.a_aux_density.len();
+        let b_aux = (0..aux).filter(|&i| circuit.b_aux_density.get(i)).collect();
+        let mut rng = rng(circuit.shape_seed, 9, 0);
+        let mut coefficients = vec![Scalar::ONE, -Scalar::ONE];
+        // Below 2^254 and drawn: zero (which a row may not hold) has
+        // probability 2^-254.
+        coefficients.extend((0..SHAPED_COEFFICIENTS).map(|_| random_scalar(&mut rng)));
+        Self {
+            circuit,
+            b_aux,
+            coefficients,
+        }
+    }
+
+    /// Row `r` of `matrix`, as (variable, coefficient id) terms.
+    fn row(&self, matrix: Matrix, r: usize, terms: &mut Vec<(Index, u32)>) {
+        let c = self.circuit;
+        let (inputs, aux) = (c.inputs + 1, c.a_aux_density.len());
+        if r >= aux {
+            if matrix == Matrix::A {
+                terms.push((Index::Input(r - aux), ONE_ID));
+            }
+            return;
+        }
+        match matrix {
+            Matrix::A if c.a_aux_density.get(r) => {
+                terms.push((Index::Aux(r), ONE_ID));
+                let next = (r + 1) % aux;
+                if next != r && c.a_aux_density.get(next) {
+                    let id = match r % 8 {
+                        0 => 2 + (r / 8 % SHAPED_COEFFICIENTS) as u32,
+                        _ => ONE_ID,
+                    };
+                    terms.push((Index::Aux(next), id));
+                }
+            }
+            Matrix::A => terms.push((Index::Input(0), ONE_ID)),
+            Matrix::B => {
+                if !self.b_aux.is_empty() {
+                    terms.push((Index::Aux(self.b_aux[r % self.b_aux.len()]), ONE_ID));
+                }
+                for i in (r..inputs).step_by(aux) {
+                    if c.b_input_density.get(i) {
+                        terms.push((Index::Input(i), ONE_ID));
+                    }
+                }
+            }
+            Matrix::C => {
+                terms.push((Index::Aux(r), ONE_ID));
+                let other = (r + 7) % aux;
+                if other != r {
+                    terms.push((Index::Aux(other), MINUS_ONE_ID));
+                }
+            }
+        }
+    }
+}
+
+/// Coefficients of a shaped R1CS besides one and minus one.
+const SHAPED_COEFFICIENTS: usize = 62;
 
 /// Seed of the points of shaped parameter files written by the engine and
 /// by default by `cuzk-bench gen-srs`.
@@ -485,5 +600,147 @@ mod tests {
         let aux = shaped_assignment(1 << 14, 1, 1).aux_assignment;
         let ones = aux.iter().filter(|s| **s == Scalar::ONE).count() as f64 / aux.len() as f64;
         assert!((0.40..0.50).contains(&ones), "{ones}");
+    }
+
+    /// The shaped constraints restated with bellperson's linear
+    /// combinations, for [`crate::synthesize`] (itself checked against
+    /// bellperson's prover) to evaluate independently of the generated
+    /// matrices.
+    struct Restated<'a> {
+        circuit: &'a ShapedCircuit,
+        witness: Witness,
+        coefficients: Vec<Scalar>,
+    }
+
+    impl bellperson::Circuit<Scalar> for Restated<'_> {
+        fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), bellperson::SynthesisError> {
+            use bellperson::Variable;
+            let c = self.circuit;
+            let mut inputs = vec![CS::one()];
+            for (i, value) in self.witness.inputs.iter().enumerate().skip(1) {
+                inputs.push(cs.alloc_input(|| format!("x{i}"), || Ok(*value))?);
+            }
+            let aux = self
+                .witness
+                .aux
+                .iter()
+                .map(|value| cs.alloc(|| "w", || Ok(*value)))
+                .collect::<Result<Vec<Variable>, _>>()?;
+            let n = aux.len();
+            let b_aux: Vec<usize> = (0..n).filter(|&i| c.b_aux_density.get(i)).collect();
+            for j in 0..n {
+                let next = (j + 1) % n;
+                let weight = if j % 8 == 0 {
+                    self.coefficients[2 + j / 8 % SHAPED_COEFFICIENTS]
+                } else {
+                    Scalar::ONE
+                };
+                cs.enforce(
+                    || format!("c{j}"),
+                    |lc| match (c.a_aux_density.get(j), next != j && c.a_aux_density.get(next)) {
+                        (true, true) => lc + aux[j] + (weight, aux[next]),
+                        (true, false) => lc + aux[j],
+                        (false, _) => lc + CS::one(),
+                    },
+                    |lc| {
+                        let mut lc = match b_aux.is_empty() {
+                            true => lc,
+                            false => lc + aux[b_aux[j % b_aux.len()]],
+                        };
+                        for i in (j..inputs.len()).step_by(n) {
+                            if c.b_input_density.get(i) {
+                                lc = lc + inputs[i];
+                            }
+                        }
+                        lc
+                    },
+                    |lc| match (j + 7) % n {
+                        other if other != j => lc + aux[j] - aux[other],
+                        _ => lc + aux[j],
+                    },
+                );
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn shaped_constraints_evaluate_as_restated_and_fit_the_parameters() {
+        // 3000 constraints; one aux variable for 61 inputs (the inputs in B
+        // all on one row); a power of two.
+        for (constraints, inputs, seed) in [(3000usize, 4usize, 9u64), (62, 60, 1), (1 << 12, 2, 3)] {
+            let circuit = ShapedCircuit::new(constraints, inputs, seed);
+            let r1cs = circuit.compiled_r1cs().unwrap();
+            assert_eq!(r1cs.num_constraints(), constraints);
+            assert_eq!(
+                r1cs.densities(),
+                (
+                    &circuit.a_aux_density,
+                    &circuit.b_input_density,
+                    &circuit.b_aux_density
+                ),
+                "the parameter file is made for the circuit's densities"
+            );
+            let witness = circuit.witness(seed + 100);
+            assert_eq!(witness.inputs[1..], circuit.assignment_inputs(seed + 100)[..]);
+            assert_eq!(witness.aux, circuit.assignment(seed + 100).aux_assignment);
+            let restated = Restated {
+                circuit: &circuit,
+                witness: witness.clone(),
+                coefficients: ShapedRows::new(&circuit).coefficients,
+            };
+            let hint = crate::SizeHint {
+                constraints,
+                inputs: inputs + 1,
+                aux: witness.aux.len(),
+            };
+            let expected = crate::synthesize(restated, hint).unwrap();
+            let assigned = r1cs.assign(witness).unwrap();
+            assert_eq!(
+                (&assigned.a, &assigned.b, &assigned.c),
+                (&expected.a, &expected.b, &expected.c)
+            );
+            assert_eq!(assigned, expected);
+            // Not all of a, b, c are bits or zero: the coefficients count.
+            assert!(assigned.a.iter().any(|v| *v != Scalar::ZERO && *v != Scalar::ONE));
+            let params = shaped_parameters(&assigned, 2);
+            params.check_fits(&assigned).unwrap();
+        }
+        // About five nonzeros a constraint, as a PoRep partition's 5.5.
+        let r1cs = ShapedCircuit::new(1 << 14, 2, 5).compiled_r1cs().unwrap();
+        let per_constraint = r1cs.nonzeros() as f64 / (1 << 14) as f64;
+        assert!((4.5..5.5).contains(&per_constraint), "{per_constraint}");
+    }
+
+    #[test]
+    fn generated_rows_naming_what_is_not_there_are_refused() {
+        use crate::r1cs::{CompiledR1cs, Matrix};
+        let units = || vec![Scalar::ONE, -Scalar::ONE];
+        let build = |coefficients: Vec<Scalar>, term: (Index, u32)| {
+            CompiledR1cs::from_rows(1, 2, 3, coefficients, move |matrix, r, terms| {
+                if matrix == Matrix::B && r == 2 {
+                    terms.push(term);
+                }
+            })
+        };
+        let fine = build(units(), (Index::Aux(1), MINUS_ONE_ID)).unwrap();
+        assert_eq!((fine.num_constraints(), fine.nonzeros()), (3, 1));
+        assert!(fine.densities().2.get(1) && !fine.densities().2.get(0));
+        for (coefficients, term) in [
+            (units(), (Index::Aux(2), ONE_ID)),
+            (units(), (Index::Input(1), ONE_ID)),
+            (units(), (Index::Aux(0), 2)),
+            (vec![Scalar::ONE, Scalar::ONE], (Index::Aux(0), ONE_ID)),
+            (
+                vec![Scalar::ONE, -Scalar::ONE, Scalar::ZERO],
+                (Index::Aux(0), ONE_ID),
+            ),
+        ] {
+            let err = build(coefficients, term).unwrap_err();
+            assert!(matches!(err, R1csError::Malformed(_)), "{err}");
+        }
     }
 }

@@ -466,6 +466,38 @@ fn witness_path_proofs_equal_the_cpu_backend() {
     );
 }
 
+/// The shaped circuits' generated constraints (what `cuzk-bench batch
+/// --type shaped` proves at full size) on the witness path: the device's
+/// a, b, c equal the host's, and the proof the CPU backend's.
+#[test]
+fn shaped_witness_path_proofs_equal_the_cpu_backend() {
+    let Some(gpu) = gpu(Residency::Device, Tuning::default()) else {
+        return;
+    };
+    for n in [(1usize << 18) + 5, 1 << 21] {
+        let circuit = cuzk_core::shaped::ShapedCircuit::new(n, 3, n as u64);
+        let r1cs = Arc::new(circuit.compiled_r1cs().unwrap());
+        let witness = circuit.witness(n as u64 + 1);
+        let assignment = r1cs.assign(witness.clone()).unwrap();
+        let params = Arc::new(shaped_parameters(&assignment, 4));
+        let case = WitnessCase {
+            r1cs,
+            witness,
+            assignment,
+            params,
+        };
+        let device = GpuR1cs::upload(gpu.ordinal(), &case.r1cs.device_upload()).unwrap();
+        let [a, b, c] = device.evaluate(&case.witness.inputs, &case.witness.aux).unwrap();
+        assert_eq!(
+            (&a, &b, &c),
+            (&case.assignment.a, &case.assignment.b, &case.assignment.c),
+            "n={n}: the device's a, b, c"
+        );
+        let timings = case.gpu_equals_cpu(&gpu, n);
+        assert!(timings.abc_on_device, "n={n}: a, b, c on the device");
+    }
+}
+
 #[test]
 fn windowed_witness_path_msms_equal_the_cpu_backend() {
     let tuning = Tuning {

@@ -426,11 +426,12 @@ fn idle_parameters_are_evicted_under_memory_pressure() {
     );
 }
 
-/// Shaped partitions (generated witnesses, no circuit): the engine writes
-/// the shaped parameter file on first use, proves every partition with the
-/// plan's witness and fixed blinding factors (so the bytes are exactly those
-/// of a direct proof, which is what `cuzk-bench batch --supraseal` compares
-/// with supraseal-c2), and its structural check rejects a broken proof.
+/// Shaped partitions (generated witnesses and constraints): the engine
+/// writes the shaped parameter file on first use, proves every partition
+/// with the plan's witness, a, b, c from the generated R1CS and fixed
+/// blinding factors (so the bytes are exactly those of a direct proof,
+/// which is what `cuzk-bench batch --supraseal` compares with
+/// supraseal-c2), and its structural check rejects a broken proof.
 #[test]
 fn shaped_partitions_prove_with_the_plans_witness_and_randomness() {
     use cuzk_core::shaped::{Shape, ShapedCircuit};
@@ -467,10 +468,11 @@ fn shaped_partitions_prove_with_the_plans_witness_and_randomness() {
     );
     let params = Arc::new(cuzk_core::ProvingParameters::read(&path, cuzk_core::PointCheck::Full).unwrap());
     let circuit = ShapedCircuit::new(3000, 4, 9);
+    let r1cs = circuit.compiled_r1cs().unwrap();
     let mut proofs = Vec::new();
     for (index, chunk) in result.proof.chunks(PROOF_BYTES).enumerate() {
         let (r, s) = plan.fixed_randomness(index);
-        let assignment = circuit.assignment(plan.value_seed(index));
+        let assignment = r1cs.assign(circuit.witness(plan.value_seed(index))).unwrap();
         assert_eq!(&assignment.input_assignment[1..], &plan.public_inputs(index)[..]);
         let (direct, _) =
             cuzk_core::prove(assignment, &params, cuzk_core::Randomness::Fixed { r, s }).unwrap();

@@ -100,9 +100,13 @@ impl ProofPlan for SyntheticPlan {
     }
 }
 
-/// Partitions of PoRep shape with generated witnesses (no circuit), proved
-/// with a shaped parameter file (`cuzk-bench gen-srs`): the full-size GPU
-/// path and pipeline, measurable without a 32 GiB sector or its setup.
+/// Partitions of PoRep shape with generated witnesses and generated
+/// constraints ([`ShapedCircuit::compiled_r1cs`]), proved with a shaped
+/// parameter file (`cuzk-bench gen-srs`): the full-size GPU path and
+/// pipeline, measurable without a 32 GiB sector or its setup. Like a real
+/// circuit's, a partition is a witness the engine proves on the device
+/// (its a, b, c computed there from the R1CS) or, on the host path, a, b, c
+/// computed on the host from the same R1CS: the same bytes either way.
 ///
 /// Such proofs cannot pass a Groth16 verifier (the parameters come from no
 /// setup), so [`ShapedPlan::verify`] checks only that every proof is made of
@@ -134,6 +138,16 @@ impl ShapedPlan {
             .get_or_init(|| ShapedCircuit::new(self.spec.constraints, self.spec.inputs, self.spec.shape_seed))
     }
 
+    /// The constraints of every partition of its circuit id, generated on
+    /// first use in this process (a few seconds at 2^27 constraints).
+    fn compiled_r1cs(&self) -> Result<Arc<CompiledR1cs>, PlanError> {
+        R1csCache::global().get_or_record(&self.circuit_id(), || {
+            self.circuit()
+                .compiled_r1cs()
+                .map_err(|e| PlanError::Synthesis(e.to_string()))
+        })
+    }
+
     /// The witness seed of partition `index`.
     pub fn value_seed(&self, index: usize) -> u64 {
         self.spec.seed.wrapping_mul(1 << 20).wrapping_add(index as u64)
@@ -162,8 +176,25 @@ impl ProofPlan for ShapedPlan {
         partition_bytes(self.spec.constraints, self.spec.constraints)
     }
 
+    /// a, b, c on the host from the R1CS (the witness path's values).
     fn synthesize(&self, index: usize) -> Result<ProvingAssignment, PlanError> {
-        Ok(self.circuit().assignment(self.value_seed(index)))
+        let witness = self.circuit().witness(self.value_seed(index));
+        self.compiled_r1cs()?
+            .assign(witness)
+            .map_err(|e| PlanError::Synthesis(e.to_string()))
+    }
+
+    /// One scalar per variable: the constant one, the inputs and one aux
+    /// variable a constraint, held exactly.
+    fn witness_bytes(&self) -> Option<u64> {
+        let shape = self.circuit().shape();
+        Some((shape.inputs + shape.l) as u64 * 32)
+    }
+
+    fn synthesize_witness(&self, index: usize) -> Result<PartitionData, PlanError> {
+        let r1cs = self.compiled_r1cs()?;
+        let witness = self.circuit().witness(self.value_seed(index));
+        Ok(PartitionData::Witness(PartitionWitness { r1cs, witness }))
     }
 
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {
