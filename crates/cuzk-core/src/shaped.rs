@@ -1,15 +1,22 @@
-//! Proving inputs of a given shape without a circuit, for measuring at
+//! Proving inputs of a given shape without a real circuit, for measuring at
 //! full scale (2^27-constraint partitions) where synthesising a real circuit
 //! and running a trusted setup are out of reach.
 //!
-//! [`shaped_assignment`] makes a PoRep-shaped witness directly (aux values
-//! about 50 % zero, 45 % one, 5 % other; A density 99.7 %, B density 25 %),
-//! and [`shaped_parameters`] makes a parameter set whose section sizes fit
-//! it, from valid subgroup points produced by repeated addition (one scalar
-//! multiplication per chunk, not per point) and batch normalisation. Proofs
-//! made this way do not verify (the constraints are not satisfied and the
-//! parameters come from no setup), but every prover must produce the same
-//! bytes from them, which is what the GPU checks and benchmarks rely on.
+//! [`ShapedCircuit`] draws a PoRep partition's densities (A density 99.7 %,
+//! B density 25 %) once per circuit id; [`ShapedCircuit::witness`] makes a
+//! PoRep-shaped witness directly (aux values about 50 % zero, 45 % one, 5 %
+//! other) and [`ShapedCircuit::compiled_r1cs`] constraints of those
+//! densities, so the engine proves shaped partitions as it proves real ones
+//! (the witness on the host, a, b, c from the R1CS on the device).
+//! [`shaped_assignment`] is a whole assignment with a, b, c drawn at random,
+//! for a lone partition. [`shaped_parameters`] and
+//! [`write_shaped_parameters`] make a parameter set whose section sizes fit
+//! them, from valid subgroup points produced by repeated addition (one
+//! scalar multiplication per chunk, not per point) and batch
+//! normalisation. Proofs made this way do not verify (the constraints are
+//! not satisfied and the parameters come from no setup), but every prover
+//! must produce the same bytes from them, which is what the GPU checks and
+//! benchmarks rely on.
 
 use crate::assignment::{DensityBitmap, ProvingAssignment};
 use crate::params::ProvingParameters;
