@@ -51,7 +51,7 @@ pub enum R1csError {
     /// 31/32-bit fields of the compact layout.
     #[error("the circuit is too large for the compiled R1CS: {0}")]
     TooLarge(String),
-    /// A generated R1CS ([`CompiledR1cs::from_rows`]) names a variable or
+    /// A generated R1CS (built row by row, as the shaped circuits are) names a variable or
     /// a coefficient it does not have.
     #[error("the generated R1CS is malformed: {0}")]
     Malformed(String),
