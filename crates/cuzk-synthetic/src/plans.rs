@@ -184,11 +184,13 @@ impl ProofPlan for ShapedPlan {
             .map_err(|e| PlanError::Synthesis(e.to_string()))
     }
 
-    /// One scalar per variable: the constant one, the inputs and one aux
-    /// variable a constraint, held exactly.
+    /// One scalar per variable, held exactly: a shaped circuit has one
+    /// variable (the constant one, an input or an aux variable) a
+    /// constraint. From the spec, so that planning does not draw the
+    /// densities (a second at full size) on the submitting thread.
     fn witness_bytes(&self) -> Option<u64> {
-        let shape = self.circuit().shape();
-        Some((shape.inputs + shape.l) as u64 * 32)
+        let variables = self.spec.constraints.max(self.spec.inputs + 2);
+        Some(variables as u64 * 32)
     }
 
     fn synthesize_witness(&self, index: usize) -> Result<PartitionData, PlanError> {
@@ -225,5 +227,35 @@ impl ProofPlan for ShapedPlan {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The engine fails a partition that holds more than its plan budgeted:
+    /// the estimate from the spec must be what the witness holds.
+    #[test]
+    fn a_shaped_witness_holds_what_its_plan_budgets() {
+        for (constraints, inputs) in [(3000, 4), (122, 60), (1 << 12, 2)] {
+            let plan = ShapedPlan::new(SyntheticSpec {
+                constraints,
+                partitions: 1,
+                inputs,
+                seed: 3,
+                witness: crate::spec::WitnessSource::Shaped,
+                shape_seed: 1,
+            })
+            .unwrap();
+            let PartitionData::Witness(data) = plan.synthesize_witness(0).unwrap() else {
+                panic!("a shaped partition is a witness");
+            };
+            assert_eq!(
+                plan.witness_bytes(),
+                Some(data.witness.heap_bytes()),
+                "{constraints}, {inputs}"
+            );
+        }
     }
 }
