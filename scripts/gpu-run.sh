@@ -109,10 +109,11 @@ PY
     # glibc backs its large (mmapped) allocations with transparent huge
     # pages: 4 KiB page faults on the 17 GB of every 2^27 partition cost
     # more than the witness generation itself (BENCHMARKS.md).
-    # The budget covers the partitions in flight and the R1CS, not the 45.6
-    # GiB of parameters: on the 128 GiB host 56 GiB holds the R1CS (6.5 GiB)
-    # and 11 witnesses of 4.2 GiB; a host-side partition holds 18 GiB.
-    budget=56; [ -z "${HOST_ABC:-}" ] || budget=100
+    # The budget covers everything the engine holds: the 45.6 GiB of
+    # parameters, the R1CS (6.5 GiB) and the partitions in flight: 102 GiB
+    # leaves room for 11 witnesses of 4.2 GiB; a host-side partition holds
+    # 18 GiB, and the 128 GiB host has room for 4 of them beside the rest.
+    budget=102; [ -z "${HOST_ABC:-}" ] || budget=120
     GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.hugetlb=1} CUZK_LOG=${CUZK_LOG:-info} timeout "${FULL_TIMEOUT:-420}" "$bin" batch --type shaped --shape porep-32g \
       --embedded --param-cache "$cache" --count "${COUNT:-3}" --concurrency 2 --warmup \
       --partition-workers "${PW:-2}" --prover-workers "${PROVERS:-2}" --memory-budget-gib "${BUDGET:-$budget}" \
@@ -134,13 +135,14 @@ PY
     ( while sleep 2; do nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader; done ) \
       >"$out/nvidia-smi-samples.csv" 2>&1 &
     sampler=$!
-    # The budget covers the partitions in flight and the R1CS, not the 45.6
-    # GiB of parameters: on the 128 GiB host 56 GiB holds the R1CS (6.5 GiB)
-    # and 11 witnesses of 4.2 GiB; a host-side partition holds 18 GiB.
-    budget=56; [ -z "${HOST_ABC:-}" ] || budget=100
+    # The budget covers everything the engine holds: the 45.6 GiB of
+    # parameters, the R1CS (6.5 GiB) and the partitions in flight: 102 GiB
+    # leaves room for 11 witnesses of 4.2 GiB; a host-side partition holds
+    # 18 GiB, and the 128 GiB host has room for 4 of them beside the rest.
+    budget=102; [ -z "${HOST_ABC:-}" ] || budget=120
     GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.hugetlb=1} CUZK_LOG=${CUZK_LOG:-info} timeout "${REALC2_TIMEOUT:-560}" \
       "$bin" real-c2 --proof "${PROOF:-porep-32g}" --passes "${PASSES:-witness:3,host:1}" \
-      --memory-budget-gib "${BUDGET:-100}" ${REALC2_ARGS:-} 2>"$out/engine.log" | tee "$out/real-c2.jsonl"
+      --memory-budget-gib "${BUDGET:-118}" ${REALC2_ARGS:-} 2>"$out/engine.log" | tee "$out/real-c2.jsonl"
     echo "real-c2 exit: ${PIPESTATUS[0]}"
     kill $sampler
     # One chart per pass: the log between one "pass" line and the next.

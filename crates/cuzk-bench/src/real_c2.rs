@@ -42,8 +42,9 @@ pub struct RealC2Args {
     /// sequential slots (`witness:3@2,witness:3@14`).
     #[arg(long, value_delimiter = ',', default_value = "witness", value_parser = parse_pass)]
     passes: Vec<Pass>,
-    /// The engine's memory budget for partitions in flight (and R1CS).
-    #[arg(long, default_value_t = 72)]
+    /// The engine's memory budget: parameters (about 47 GiB at 32 GiB),
+    /// R1CS and partitions in flight.
+    #[arg(long, default_value_t = 118)]
     memory_budget_gib: u64,
     /// Synthesis workers (default: every core but two).
     #[arg(long)]
@@ -128,6 +129,11 @@ impl ParameterRecipe for InMemory {
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .ok_or_else(|| PlanError::Parameters("the in-memory parameters were already loaded".into()))
+    }
+
+    /// Already in memory: loading them takes nothing more.
+    fn memory_bytes(&self) -> u64 {
+        0
     }
 }
 

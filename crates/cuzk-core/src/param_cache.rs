@@ -9,6 +9,7 @@ use crate::params::{write_vk_file, ParamsError, PointCheck, ProvingParameters};
 use bellperson::{groth16::generate_random_parameters, Circuit, SynthesisError};
 use blstrs::{Bls12, Scalar};
 use rand::SeedableRng;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -54,10 +55,12 @@ pub enum CacheOutcome {
 #[derive(Clone, Debug)]
 pub struct ParameterCache {
     dir: PathBuf,
-    /// Serialises generation within the process, so concurrent callers for
-    /// one id generate it once. (Across processes the temporary-file-and-
-    /// rename write keeps readers safe; both would write identical bytes.)
-    generating: Arc<Mutex<()>>,
+    /// One lock per circuit id being read or generated, so concurrent
+    /// callers for one id generate it once while other ids go on: a large
+    /// generation must not hold up a small read. (Across processes the
+    /// temporary-file-and-rename write keeps readers safe; both would write
+    /// identical bytes.)
+    generating: Arc<Mutex<HashMap<String, Arc<Mutex<()>>>>>,
 }
 
 impl ParameterCache {
@@ -70,7 +73,7 @@ impl ParameterCache {
         })?;
         Ok(Self {
             dir,
-            generating: Arc::new(Mutex::new(())),
+            generating: Arc::new(Mutex::new(HashMap::new())),
         })
     }
 
@@ -113,7 +116,30 @@ impl ParameterCache {
         {
             return Err(CacheError::BadId(circuit_id.to_string()));
         }
-        let _generating = crate::sync::lock(&self.generating);
+        let id_lock = Arc::clone(
+            crate::sync::lock(&self.generating)
+                .entry(circuit_id.to_string())
+                .or_default(),
+        );
+        let result = {
+            let _generating = crate::sync::lock(&id_lock);
+            self.load_or_generate_locked(circuit_id, circuit)
+        };
+        // The last caller for this id takes its lock out of the map, so the
+        // map holds only ids in progress.
+        let mut locks = crate::sync::lock(&self.generating);
+        drop(id_lock);
+        if locks.get(circuit_id).is_some_and(|l| Arc::strong_count(l) == 1) {
+            locks.remove(circuit_id);
+        }
+        result
+    }
+
+    fn load_or_generate_locked<C: Circuit<Scalar>>(
+        &self,
+        circuit_id: &str,
+        circuit: impl FnOnce() -> C,
+    ) -> Result<(ProvingParameters, CacheOutcome), CacheError> {
         let path = self.params_path(circuit_id);
         let started = Instant::now();
         // Files in the cache were written by this code; skip the subgroup
@@ -166,4 +192,61 @@ fn seed_for(circuit_id: &str) -> [u8; 32] {
         chunk.copy_from_slice(&hash.to_le_bytes());
     }
     seed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SyntheticCircuit;
+    use std::sync::mpsc;
+
+    fn circuit(constraints: usize) -> SyntheticCircuit {
+        SyntheticCircuit::new(constraints, vec![Scalar::from(0u64); 2], 0).unwrap()
+    }
+
+    /// Regression (issue 34.2): one cache-wide lock, held for the whole
+    /// read or generation, made a tiny load wait 13.3 s behind a large
+    /// generation. A generation held open here must not stop another id.
+    #[test]
+    fn a_generation_in_progress_does_not_block_another_circuit() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ParameterCache::new(dir.path()).unwrap();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let (started_tx, started_rx) = mpsc::channel::<()>();
+        let slow = {
+            let cache = cache.clone();
+            std::thread::spawn(move || {
+                cache.load_or_generate("synthetic-v1-n64-i2", || {
+                    started_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                    circuit(64)
+                })
+            })
+        };
+        started_rx.recv().unwrap(); // the slow generation holds its id now
+        let (done_tx, done_rx) = mpsc::channel();
+        {
+            let cache = cache.clone();
+            std::thread::spawn(move || {
+                let outcome = cache.load_or_generate("synthetic-v1-n32-i2", || circuit(32));
+                done_tx
+                    .send(outcome.map(|(_, outcome)| outcome).map_err(|e| e.to_string()))
+                    .unwrap();
+            });
+        }
+        let other = done_rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a second circuit waited for another circuit's generation");
+        assert!(matches!(other, Ok(CacheOutcome::Generated(_))), "{other:?}");
+        release_tx.send(()).unwrap();
+        let (_, outcome) = slow.join().unwrap().unwrap();
+        assert!(matches!(outcome, CacheOutcome::Generated(_)));
+        // One id is still generated once by concurrent callers, and the
+        // lock map holds nothing once they are done.
+        let (_, again) = cache
+            .load_or_generate("synthetic-v1-n64-i2", || circuit(64))
+            .unwrap();
+        assert!(matches!(again, CacheOutcome::Loaded(_)));
+        assert!(crate::sync::lock(&cache.generating).is_empty());
+    }
 }

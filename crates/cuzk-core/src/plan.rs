@@ -133,6 +133,12 @@ pub trait ParameterRecipe: Send + Sync + std::fmt::Debug {
     fn check_available(&self) -> Result<(), PlanError>;
     /// Reads (or generates, then reads) the parameters.
     fn load(&self) -> Result<ProvingParameters, PlanError>;
+    /// Upper estimate of the host memory [`load`](Self::load) takes: the
+    /// parameters once resident, or the peak of reading or generating them
+    /// when that is more. Admission refuses a circuit whose estimate does
+    /// not fit beside the parameters already resident, so that one request
+    /// cannot exhaust the host; it must never be an underestimate.
+    fn memory_bytes(&self) -> u64;
     /// The id these parameters are kept under when the id asked for is an
     /// alias (Curio's `porep-32g` for the official circuit id), so that
     /// both names share one resident copy; `None` keeps the asked id.
@@ -214,6 +220,12 @@ impl ParameterRecipe for ParameterFile {
 
     fn canonical_id(&self) -> Option<&str> {
         self.canonical_id.as_deref()
+    }
+
+    /// The file's length: points are held as they are stored
+    /// (uncompressed), and read section by section.
+    fn memory_bytes(&self) -> u64 {
+        std::fs::metadata(&self.path).map_or(0, |m| m.len())
     }
 
     fn load(&self) -> Result<ProvingParameters, PlanError> {

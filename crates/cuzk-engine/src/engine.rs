@@ -6,10 +6,10 @@ use crate::config::EngineConfig;
 use crate::job::{Job, JobResult, JobStatus};
 use crate::metrics::Metrics;
 use crate::plans::PlanSources;
-use crate::sched::{Dispatch, Handoff, Rank, WorkItem};
+use crate::sched::{Dispatch, EvictIdle, Handoff, Rank, WorkItem};
 use crate::srs::SrsManager;
 use crate::stages::{self, finish::FinishItem};
-use crate::state::{finalize, lock, Device, JobTable, Shared};
+use crate::state::{fail, finalize, lock, Device, FailureReason, JobTable, Shared};
 use crate::status::{DeviceStatus, EngineStatus, KindQueue};
 use crate::EngineError;
 use cuzk_core::{CpuBackend, PlanSource, ProofKind, ProofRequest, ProverBackend, R1csCache};
@@ -30,6 +30,13 @@ pub struct SubmitOutcome {
     pub assigned_device: String,
     /// Whether `request_id` matched an earlier submission.
     pub duplicate: bool,
+}
+
+/// A request that passed admission: its plan, and whether its partitions
+/// are synthesised as witnesses only.
+struct Admitted {
+    plan: Box<dyn cuzk_core::ProofPlan>,
+    witness_only: bool,
 }
 
 /// The proving engine. Dropping it shuts it down (cancelling what is left).
@@ -70,15 +77,27 @@ impl Engine {
         }
         let sources = Arc::new(PlanSources::new(sources));
         let witness_only = config.witness_only && backends.iter().all(|b| b.takes_witness());
+        let dispatch = Dispatch::new(config.memory_budget, || R1csCache::global().memory_bytes());
+        let srs = Arc::new(SrsManager::new(
+            Arc::clone(&sources),
+            config.srs_memory_limit,
+            Arc::clone(&dispatch),
+        ));
+        {
+            let srs = Arc::downgrade(&srs);
+            dispatch.set_evict_idle(EvictIdle(Box::new(move |bytes| {
+                srs.upgrade().map_or(0, |srs| srs.evict_idle_for(bytes))
+            })));
+        }
         let shared = Arc::new(Shared {
             witness_only,
-            dispatch: Dispatch::new(config.memory_budget, || R1csCache::global().memory_bytes()),
+            dispatch,
             handoff: Handoff::new(config.max_prover_queue_depth),
             slots: cuzk_core::cores::Slots::new(match config.sequential_slots {
                 0 => config.partition_workers,
                 n => n,
             }),
-            srs: SrsManager::new(Arc::clone(&sources), config.srs_memory_limit),
+            srs,
             sources,
             jobs: Mutex::new(JobTable::default()),
             devices: backends.into_iter().map(Device::new).collect(),
@@ -187,25 +206,7 @@ impl Engine {
         if let Some(outcome) = self.duplicate_of(&request) {
             return Ok(outcome);
         }
-        // A panic inside a plan source (third-party parsing) refuses the
-        // request instead of taking the daemon's thread with it.
-        let plan = stages::guarded("planning the request", || Ok(shared.sources.plan(&request)))
-            .map_err(EngineError::InvalidArgument)??;
-        shared.srs.check_available(&plan.circuit_id())?;
-        let budget = shared.config.memory_budget;
-        let witness_only = shared.witness_only && plan.witness_bytes().is_some();
-        let partition_bytes = match witness_only {
-            true => plan.witness_bytes().unwrap_or_else(|| plan.partition_bytes()),
-            false => plan.partition_bytes(),
-        };
-        if partition_bytes > budget {
-            return Err(EngineError::ResourceExhausted(format!(
-                "a partition of this request needs {} MiB in flight, more than the whole memory budget of {} MiB \
-                 ([memory] total_budget)",
-                partition_bytes >> 20,
-                budget >> 20
-            )));
-        }
+        let Admitted { plan, witness_only } = self.admit(&request)?;
         let mut jobs = lock(&shared.jobs);
         // Another submission with the same request id may have won the race
         // while this one was being planned.
@@ -246,6 +247,7 @@ impl Engine {
                 partition,
             });
         }
+        self.acquire_parameters(&job);
         shared
             .metrics
             .submitted
@@ -266,6 +268,74 @@ impl Engine {
             assigned_device: String::new(),
             duplicate: false,
         })
+    }
+
+    /// Runs every check [`Engine::submit`] runs before queuing (the plan,
+    /// the parameters' availability and memory, a partition against the
+    /// budget) without queuing anything: a pool of daemons checks a request
+    /// this way before storing it, so that what one daemon would refuse is
+    /// refused at submission rather than claimed and retried.
+    pub fn check(&self, request: &ProofRequest) -> Result<(), EngineError> {
+        if !self.shared.accepting.load(Ordering::SeqCst) {
+            return Err(EngineError::ShuttingDown);
+        }
+        self.admit(request).map(|_| ())
+    }
+
+    /// The plan of `request` and whether it goes the witness-only way,
+    /// once it passed the checks of admission.
+    fn admit(&self, request: &ProofRequest) -> Result<Admitted, EngineError> {
+        let shared = &self.shared;
+        // A panic inside a plan source (third-party parsing) refuses the
+        // request instead of taking the daemon's thread with it.
+        let plan = stages::guarded("planning the request", || Ok(shared.sources.plan(request)))
+            .map_err(EngineError::InvalidArgument)??;
+        let budget = shared.config.memory_budget;
+        let witness_only = shared.witness_only && plan.witness_bytes().is_some();
+        let partition_bytes = match witness_only {
+            true => plan.witness_bytes().unwrap_or_else(|| plan.partition_bytes()),
+            false => plan.partition_bytes(),
+        };
+        if partition_bytes > budget {
+            return Err(EngineError::ResourceExhausted(format!(
+                "a partition of this request needs {} MiB in flight, more than the whole memory budget of {} MiB \
+                 ([memory] total_budget)",
+                partition_bytes >> 20,
+                budget >> 20
+            )));
+        }
+        shared.srs.admit(&plan.circuit_id(), partition_bytes)?;
+        Ok(Admitted { plan, witness_only })
+    }
+
+    /// Gives `job` its parameters: at once when they are resident, else
+    /// on a thread of its own, so that a load or generation holds no
+    /// synthesis worker and delays no job whose parameters are resident.
+    /// The job's partitions leave the dispatcher once it has them.
+    fn acquire_parameters(&self, job: &Arc<Job>) {
+        // A recipe is third-party code: a panic fails the job, it does
+        // not leave it waiting for parameters that never come.
+        let acquire = |shared: &Shared, job: &Job| {
+            let acquired = stages::guarded("loading the parameters", || {
+                job.srs(&shared.srs).map_err(|e| e.to_string())
+            });
+            match acquired {
+                Ok(_) => shared.dispatch.poke(),
+                Err(e) => fail(shared, job, FailureReason::Parameters, e),
+            }
+        };
+        if self.shared.srs.is_ready(&job.plan.circuit_id()) {
+            acquire(&self.shared, job);
+            return;
+        }
+        let (shared, loading) = (Arc::clone(&self.shared), Arc::clone(job));
+        let spawned = std::thread::Builder::new()
+            .name("srs-load".into())
+            .spawn(move || acquire(&shared, &loading));
+        if let Err(e) = spawned {
+            let error = format!("cannot start the parameter load: {e}");
+            fail(&self.shared, job, FailureReason::Parameters, error);
+        }
     }
 
     fn duplicate_of(&self, request: &ProofRequest) -> Option<SubmitOutcome> {

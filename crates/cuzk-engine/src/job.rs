@@ -141,6 +141,14 @@ impl Job {
     }
 
     /// The job's parameters, loaded once for all its partitions.
+    /// Whether the job holds its parameters (its partitions may be
+    /// synthesised).
+    pub(crate) fn has_parameters(&self) -> bool {
+        lock(&self.progress).srs.is_some()
+    }
+
+    /// The job's parameters, acquired once: loaded (waiting for memory
+    /// while the job is live) if they are not resident.
     pub(crate) fn srs(&self, manager: &SrsManager) -> Result<SrsHandle, EngineError> {
         let _one_at_a_time = lock(&self.srs_lock);
         {
@@ -152,7 +160,7 @@ impl Job {
                 return Err(EngineError::Srs(error.clone()));
             }
         }
-        let acquired = manager.acquire(&self.plan.circuit_id());
+        let acquired = manager.acquire(&self.plan.circuit_id(), &|| !self.is_final());
         let mut progress = lock(&self.progress);
         match acquired {
             Ok(handle) => {

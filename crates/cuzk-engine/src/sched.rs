@@ -5,7 +5,11 @@
 //! is the highest-priority one waiting *and* its bytes fit in the budget, so
 //! admission is strictly in priority/FIFO order and memory is granted before
 //! synthesis starts. The [`Permit`] it returns travels with the partition
-//! and is released once the prover has freed the a/b/c vectors.
+//! and is released once the prover has freed the a/b/c vectors. The budget
+//! also counts the parameters resident or loading and the compiled R1CS.
+//! A job's partitions wait here until its parameters are resident (their
+//! load runs on a thread of its own), so a load never holds a synthesis
+//! worker and a job whose parameters are resident passes those loading.
 //!
 //! [`Handoff`] is the bounded queue between synthesis and the provers, also
 //! ordered by priority. A partition that outranks something already waiting
@@ -60,7 +64,19 @@ impl Ord for WorkItem {
 struct DispatchState {
     queue: BinaryHeap<WorkItem>,
     used: u64,
+    /// Bytes of parameters resident or loading (the SRS manager says).
+    parameters: u64,
     closed: bool,
+}
+
+/// Frees idle parameters for a partition that does not fit: given the
+/// bytes wanted, returns the bytes freed.
+pub(crate) struct EvictIdle(pub(crate) Box<dyn Fn(u64) -> u64 + Send + Sync>);
+
+impl std::fmt::Debug for EvictIdle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EvictIdle")
+    }
 }
 
 /// Priority queue plus memory budget.
@@ -72,6 +88,8 @@ pub(crate) struct Dispatch {
     /// Bytes held outside the partitions' permits that the budget counts
     /// too (the compiled R1CS of the circuits in use), asked at each grant.
     reserved: fn() -> u64,
+    /// Set once the SRS manager exists (it holds this dispatcher).
+    evict_idle: std::sync::OnceLock<EvictIdle>,
 }
 
 /// Memory granted to one partition; returned to the budget on drop.
@@ -104,7 +122,29 @@ impl Dispatch {
             changed: Condvar::new(),
             total: total_bytes.max(1),
             reserved,
+            evict_idle: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The whole budget.
+    pub(crate) fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Bytes granted to partitions in flight.
+    pub(crate) fn granted(&self) -> u64 {
+        lock(&self.state).used
+    }
+
+    /// What parameters hold now (resident and loading).
+    pub(crate) fn set_parameter_bytes(&self, bytes: u64) {
+        lock(&self.state).parameters = bytes;
+        self.changed.notify_all();
+    }
+
+    /// How idle parameters are freed for partitions (set once).
+    pub(crate) fn set_evict_idle(&self, evict: EvictIdle) {
+        let _ = self.evict_idle.set(evict);
     }
 
     /// Bytes the budget counts outside the permits now.
@@ -117,35 +157,65 @@ impl Dispatch {
         self.changed.notify_all();
     }
 
-    /// Blocks until the head partition fits the budget and returns it with
-    /// its permit; `None` once closed. (A partition larger than the whole
-    /// budget is refused at submission, so every head fits eventually; the
-    /// `used == 0` case only guards against an estimate that changed.)
+    /// Blocks until the head partition (the highest-ranked one whose
+    /// parameters are resident) fits the budget and returns it with its
+    /// permit; `None` once closed. (A partition larger than the budget
+    /// beside its parameters is refused at submission, so every head fits
+    /// eventually; the `used == 0` case only guards against an estimate
+    /// that changed.)
     pub(crate) fn next(self: &Arc<Self>) -> Option<(WorkItem, Permit)> {
         let mut state = lock(&self.state);
         loop {
             if state.closed {
                 return None;
             }
-            while state.queue.peek().is_some_and(|item| item.job.is_final()) {
-                state.queue.pop();
-            }
-            if let Some(head) = state.queue.peek() {
+            if let Some(head) = Self::pop_ready(&mut state) {
                 let bytes = head.job.partition_bytes;
+                let held = state.used + bytes + state.parameters + (self.reserved)();
                 // With nothing in flight the head always goes (a budget
                 // too small for one partition would otherwise stall).
-                if state.used == 0 || state.used + bytes + (self.reserved)() <= self.total {
-                    let item = state.queue.pop().expect("peeked");
+                if state.used == 0 || held <= self.total {
                     state.used += bytes;
                     let permit = Permit {
                         bytes,
                         dispatch: Arc::clone(self),
                     };
-                    return Some((item, permit));
+                    return Some((head, permit));
+                }
+                state.queue.push(head);
+                // Idle parameters give way to a partition that is waiting.
+                if let Some(evict) = self.evict_idle.get() {
+                    drop(state);
+                    let freed = (evict.0)(held - self.total);
+                    state = lock(&self.state);
+                    if freed > 0 {
+                        continue;
+                    }
                 }
             }
             state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    /// Drops finished jobs' partitions and takes the highest-ranked
+    /// partition whose parameters are resident; `None` when none is ready.
+    /// Partitions of jobs whose parameters are still loading are set aside
+    /// and put back, keeping their rank.
+    fn pop_ready(state: &mut DispatchState) -> Option<WorkItem> {
+        let mut loading = Vec::new();
+        let mut ready = None;
+        while let Some(item) = state.queue.pop() {
+            if item.job.is_final() {
+                continue;
+            }
+            if item.job.has_parameters() {
+                ready = Some(item);
+                break;
+            }
+            loading.push(item);
+        }
+        state.queue.extend(loading);
+        ready
     }
 
     pub(crate) fn close(&self) {

@@ -6,9 +6,18 @@
 //!
 //! Status never waits for a load: an entry's load is serialised by its own
 //! lock, and what status reads (resident copy, size, last use) sits behind a
-//! second lock that is only ever held for a few instructions.
+//! second lock that is only ever held for a few instructions. Loads of
+//! different circuits never wait on each other.
+//!
+//! Memory: parameters count against the memory budget like partitions do
+//! (the dispatcher is told their bytes, resident and loading), and against
+//! `[srs] memory_limit` alone. A circuit whose parameters (their recipe's
+//! estimate, which covers a generator's peak) do not fit beside those in
+//! use or loading is refused at submission and at PreloadSRS; idle ones are
+//! evicted, least recently used first, to make room.
 
 use crate::plans::PlanSources;
+use crate::sched::Dispatch;
 use crate::state::lock;
 use crate::EngineError;
 use cuzk_core::ProvingParameters;
@@ -57,6 +66,11 @@ impl SrsHandle {
     }
 }
 
+/// At most 80 characters of a client's circuit id, for messages.
+fn shown(circuit_id: &str) -> String {
+    circuit_id.chars().take(80).collect()
+}
+
 /// Marker whose strong count is the entry's reference count.
 #[derive(Debug)]
 struct InUse;
@@ -65,6 +79,9 @@ struct InUse;
 struct Resident {
     params: Option<Arc<ProvingParameters>>,
     size_bytes: u64,
+    /// Bytes promised to a load in progress (its recipe's estimate), 0
+    /// when none runs.
+    loading_bytes: u64,
     last_used: Instant,
 }
 
@@ -81,17 +98,35 @@ struct Entry {
 #[derive(Debug)]
 pub(crate) struct SrsManager {
     sources: Arc<PlanSources>,
-    /// Bytes of resident parameters above which idle ones are evicted
-    /// (0 = no limit).
+    /// Bytes of parameters, resident and loading, above which idle ones
+    /// are evicted and new ones refused: `[srs] memory_limit` or the whole
+    /// memory budget, whichever is less.
     limit_bytes: u64,
+    /// The memory budget, told how many bytes parameters hold.
+    dispatch: Arc<Dispatch>,
     entries: Mutex<HashMap<String, Arc<Entry>>>,
 }
 
+/// Why parameters cannot be loaded now.
+enum NoRoom {
+    /// They would not fit even alone.
+    Never(EngineError),
+    /// Not beside the parameters in use or loading, and the partitions in
+    /// flight: room may come when those finish.
+    NotNow(EngineError),
+}
+
 impl SrsManager {
-    pub(crate) fn new(sources: Arc<PlanSources>, limit_bytes: u64) -> Self {
+    /// `limit_bytes`: `[srs] memory_limit` (0 = none beyond the budget).
+    pub(crate) fn new(sources: Arc<PlanSources>, limit_bytes: u64, dispatch: Arc<Dispatch>) -> Self {
+        let budget = dispatch.total();
         Self {
             sources,
-            limit_bytes,
+            limit_bytes: match limit_bytes {
+                0 => budget,
+                limit => limit.min(budget),
+            },
+            dispatch,
             entries: Mutex::new(HashMap::new()),
         }
     }
@@ -104,6 +139,7 @@ impl SrsManager {
                 resident: Mutex::new(Resident {
                     params: None,
                     size_bytes: 0,
+                    loading_bytes: 0,
                     last_used: Instant::now(),
                 }),
                 in_use: Arc::new(InUse),
@@ -112,8 +148,15 @@ impl SrsManager {
     }
 
     /// The parameters of `circuit_id`, loading (or generating) them if
-    /// needed. An id no plan source knows leaves no entry behind.
-    pub(crate) fn acquire(&self, circuit_id: &str) -> Result<SrsHandle, EngineError> {
+    /// needed. An id no plan source knows leaves no entry behind. When
+    /// they do not fit now beside the parameters in use or loading and the
+    /// partitions in flight, the load waits for room while `keep_waiting`
+    /// says so (a queued job's loader), else it is refused.
+    pub(crate) fn acquire(
+        &self,
+        circuit_id: &str,
+        keep_waiting: &dyn Fn() -> bool,
+    ) -> Result<SrsHandle, EngineError> {
         let recipe = self.sources.parameters(circuit_id)?;
         let circuit_id = recipe.canonical_id().unwrap_or(circuit_id).to_string();
         let circuit_id = circuit_id.as_str();
@@ -125,9 +168,25 @@ impl SrsManager {
             match resident {
                 Some(params) => params,
                 None => {
-                    let loaded = match recipe.load() {
+                    let need = recipe.memory_bytes();
+                    loop {
+                        match self.reserve(circuit_id, &entry, need) {
+                            Ok(()) => break,
+                            Err(NoRoom::NotNow(_)) if keep_waiting() => {
+                                std::thread::sleep(Duration::from_millis(50))
+                            }
+                            Err(NoRoom::Never(e) | NoRoom::NotNow(e)) => {
+                                self.forget_if_unused(circuit_id, &entry);
+                                return Err(e);
+                            }
+                        }
+                    }
+                    let loaded = recipe.load();
+                    lock(&entry.resident).loading_bytes = 0;
+                    let loaded = match loaded {
                         Ok(params) => Arc::new(params),
                         Err(e) => {
+                            self.publish();
                             self.forget_if_unused(circuit_id, &entry);
                             return Err(e.into());
                         }
@@ -138,9 +197,12 @@ impl SrsManager {
                         ms = started.elapsed().as_millis() as u64,
                         "SRS loaded"
                     );
-                    let mut resident = lock(&entry.resident);
-                    resident.size_bytes = loaded.size_bytes();
-                    resident.params = Some(Arc::clone(&loaded));
+                    {
+                        let mut resident = lock(&entry.resident);
+                        resident.size_bytes = loaded.size_bytes();
+                        resident.params = Some(Arc::clone(&loaded));
+                    }
+                    self.publish();
                     loaded
                 }
             }
@@ -166,22 +228,168 @@ impl SrsManager {
     }
 
     /// Loads `circuit_id` if not resident; returns whether it already was and
-    /// how long the load took.
+    /// how long the load took. Refused at once when the parameters do not
+    /// fit now.
     pub(crate) fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
         let already = self.is_resident(&self.canonical(circuit_id));
-        let handle = self.acquire(circuit_id)?;
+        let handle = self.acquire(circuit_id, &|| false)?;
         Ok((already, handle.load_time))
     }
 
+    /// Whether `circuit_id`'s parameters are resident (an alias resolved).
+    pub(crate) fn is_ready(&self, circuit_id: &str) -> bool {
+        self.is_resident(&self.canonical(circuit_id))
+    }
+
     /// Checks that `circuit_id`'s parameters can be had (resident, or what
-    /// its recipe says), so a request for missing parameters is refused at
-    /// submission, naming what is missing.
-    pub(crate) fn check_available(&self, circuit_id: &str) -> Result<(), EngineError> {
+    /// its recipe says) and that they fit in memory beside those in use or
+    /// loading, so a request for missing parameters, or for parameters the
+    /// host cannot hold, is refused at submission, naming what is missing.
+    /// `partition_bytes`: what one partition of the request holds in
+    /// flight, which must fit in the budget beside its parameters. Returns
+    /// the bytes the parameters hold (or will).
+    pub(crate) fn admit(&self, circuit_id: &str, partition_bytes: u64) -> Result<u64, EngineError> {
         let recipe = self.sources.parameters(circuit_id)?;
-        if self.is_resident(recipe.canonical_id().unwrap_or(circuit_id)) {
-            return Ok(());
+        let canonical = recipe.canonical_id().unwrap_or(circuit_id).to_string();
+        let resident = {
+            let entry = lock(&self.entries).get(&canonical).cloned();
+            entry.and_then(|e| {
+                let r = lock(&e.resident);
+                r.params.as_ref().map(|_| r.size_bytes)
+            })
+        };
+        let need = match resident {
+            Some(bytes) => bytes,
+            None => {
+                recipe.check_available().map_err(EngineError::from)?;
+                let need = recipe.memory_bytes();
+                if let Err(NoRoom::Never(e) | NoRoom::NotNow(e)) = self.room_for(&canonical, need, false) {
+                    return Err(e);
+                }
+                need
+            }
+        };
+        let budget = self.dispatch.total();
+        if partition_bytes.saturating_add(need) > budget {
+            return Err(EngineError::ResourceExhausted(format!(
+                "a partition of this request needs {} MiB in flight beside its {} MiB of parameters, more than \
+                 the whole memory budget of {} MiB ([memory] total_budget)",
+                partition_bytes >> 20,
+                need >> 20,
+                budget >> 20
+            )));
         }
-        recipe.check_available().map_err(EngineError::from)
+        Ok(need)
+    }
+
+    /// Whether `need` bytes of parameters for `circuit_id` fit: alone in
+    /// the limit (else never), and beside the parameters in use or loading
+    /// (and, with `in_flight`, the partitions in flight) now.
+    fn room_for(&self, circuit_id: &str, need: u64, in_flight: bool) -> Result<(), NoRoom> {
+        let mib = |b: u64| b >> 20;
+        let limit = self.limit_bytes;
+        if need > limit {
+            return Err(NoRoom::Never(EngineError::ResourceExhausted(format!(
+                "the parameters of {} need {} MiB of host memory, more than the {} MiB the daemon allows \
+                 parameters ([srs] memory_limit, at most [memory] total_budget)",
+                shown(circuit_id),
+                mib(need),
+                mib(limit)
+            ))));
+        }
+        let pinned = self.pinned_bytes(circuit_id);
+        let partitions = if in_flight { self.dispatch.granted() } else { 0 };
+        if need + pinned + partitions > limit {
+            return Err(NoRoom::NotNow(EngineError::ResourceExhausted(format!(
+                "the parameters of {} need {} MiB of host memory; beside the {} MiB of parameters in use or \
+                 loading{} that exceeds the {} MiB the daemon allows parameters ([srs] memory_limit, at most \
+                 [memory] total_budget)",
+                shown(circuit_id),
+                mib(need),
+                mib(pinned),
+                if in_flight {
+                    format!(" and the {} MiB of partitions in flight", mib(partitions))
+                } else {
+                    String::new()
+                },
+                mib(limit)
+            ))));
+        }
+        Ok(())
+    }
+
+    /// Bytes of other circuits' parameters that cannot be evicted now: in
+    /// use by a job, or being loaded.
+    fn pinned_bytes(&self, except: &str) -> u64 {
+        let entries = lock(&self.entries);
+        entries
+            .iter()
+            .filter(|(id, _)| id.as_str() != except)
+            .map(|(_, e)| {
+                let r = lock(&e.resident);
+                let in_use = r.params.is_some() && Arc::strong_count(&e.in_use) > 1;
+                r.loading_bytes + if in_use { r.size_bytes } else { 0 }
+            })
+            .sum()
+    }
+
+    /// Promises `need` bytes to `entry`'s load when they fit, evicting idle
+    /// parameters (least recently used first) to make the room real.
+    fn reserve(&self, circuit_id: &str, entry: &Entry, need: u64) -> Result<(), NoRoom> {
+        self.room_for(circuit_id, need, true)?;
+        lock(&entry.resident).loading_bytes = need;
+        self.publish();
+        self.evict_under_pressure(circuit_id);
+        Ok(())
+    }
+
+    /// Tells the memory budget what parameters hold now.
+    fn publish(&self) {
+        self.dispatch.set_parameter_bytes(self.held_bytes());
+    }
+
+    /// Bytes of parameters resident or being loaded.
+    pub(crate) fn held_bytes(&self) -> u64 {
+        let entries = lock(&self.entries);
+        entries
+            .values()
+            .map(|e| {
+                let r = lock(&e.resident);
+                r.loading_bytes + if r.params.is_some() { r.size_bytes } else { 0 }
+            })
+            .sum()
+    }
+
+    /// Evicts idle parameters, least recently used first, until `bytes`
+    /// are freed or none is idle; returns the bytes freed. The memory
+    /// budget calls this when a partition does not fit.
+    pub(crate) fn evict_idle_for(&self, bytes: u64) -> u64 {
+        let mut freed = 0;
+        while freed < bytes {
+            match self.least_recently_used_idle(None) {
+                Some(id) => {
+                    tracing::info!(circuit_id = %id, "SRS evicted to make room for partitions");
+                    freed += self.evict(&id).1;
+                }
+                None => break,
+            }
+        }
+        freed
+    }
+
+    /// The idle (resident, unused) circuit used least recently, other than
+    /// `keep`.
+    fn least_recently_used_idle(&self, keep: Option<&str>) -> Option<String> {
+        let entries = lock(&self.entries);
+        entries
+            .iter()
+            .filter(|(id, e)| {
+                Some(id.as_str()) != keep
+                    && Arc::strong_count(&e.in_use) == 1
+                    && lock(&e.resident).params.is_some()
+            })
+            .min_by_key(|(_, e)| lock(&e.resident).last_used)
+            .map(|(id, _)| id.clone())
     }
 
     /// The id `circuit_id`'s parameters are kept under (an alias resolved),
@@ -217,36 +425,17 @@ impl SrsManager {
                     0
                 };
                 tracing::info!(circuit_id, freed, "SRS evicted");
+                self.publish();
                 (true, freed)
             }
         }
     }
 
-    /// Evicts idle parameters, least recently used first, while the resident
-    /// total exceeds the limit. `keep` is never evicted.
+    /// Evicts idle parameters, least recently used first, while those
+    /// resident and loading exceed the limit. `keep` is never evicted.
     fn evict_under_pressure(&self, keep: &str) {
-        if self.limit_bytes == 0 {
-            return;
-        }
-        loop {
-            let report = self.status();
-            let resident: u64 = report
-                .iter()
-                .filter(|s| s.tier != Tier::Cold)
-                .map(|s| s.size_bytes)
-                .sum();
-            if resident <= self.limit_bytes {
-                return;
-            }
-            let victim = {
-                let entries = lock(&self.entries);
-                report
-                    .iter()
-                    .filter(|s| s.tier == Tier::Warm && s.circuit_id != keep)
-                    .min_by_key(|s| lock(&entries[&s.circuit_id].resident).last_used)
-                    .map(|s| s.circuit_id.clone())
-            };
-            match victim {
+        while self.held_bytes() > self.limit_bytes {
+            match self.least_recently_used_idle(Some(keep)) {
                 Some(id) => {
                     tracing::info!(circuit_id = %id, "SRS evicted under memory pressure");
                     self.evict(&id);

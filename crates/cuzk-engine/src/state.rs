@@ -71,7 +71,7 @@ pub(crate) struct Shared {
     /// The sequential slots synthesis workers compute in.
     pub(crate) slots: Arc<cuzk_core::cores::Slots>,
     pub(crate) handoff: Handoff,
-    pub(crate) srs: SrsManager,
+    pub(crate) srs: Arc<SrsManager>,
     pub(crate) jobs: Mutex<JobTable>,
     pub(crate) devices: Vec<Device>,
     pub(crate) metrics: Metrics,

@@ -68,6 +68,9 @@ impl ParameterRecipe for GatedRecipe {
         self.gate.pass();
         self.inner.load()
     }
+    fn memory_bytes(&self) -> u64 {
+        self.inner.memory_bytes()
+    }
 }
 
 impl PlanSource for SlowParameters {
@@ -309,4 +312,212 @@ fn a_partition_larger_than_its_budgeted_size_fails_its_job() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Parameters generated into `dir` as a daemon would on first use; returns
+/// what the engine counts for them once on disk (the file's length).
+fn pregenerate(dir: &std::path::Path, constraints: usize) -> (String, u64) {
+    let cache = cuzk_core::ParameterCache::new(dir).unwrap();
+    let id = cuzk_core::SyntheticCircuit::new(constraints, vec![cuzk_core::Scalar::from(0u64); 2], 0)
+        .unwrap()
+        .circuit_id();
+    let recipe = cuzk_synthetic::parameters::recipe(&cache, &id).unwrap().unwrap();
+    recipe.load().unwrap();
+    (id.clone(), recipe.memory_bytes())
+}
+
+/// Regression (issue 34.1): `{"constraints":67108864,"partitions":1}` and
+/// PreloadSRS of `synthetic-v1-n134217728-i2` were accepted and started a
+/// parameter generation that grew the daemon until the host's memory ran
+/// out. Both are refused at once, naming the sizes, and nothing is
+/// generated.
+#[test]
+fn parameters_that_cannot_fit_are_refused_at_submission_and_preload() {
+    let dir = tempfile::tempdir().unwrap();
+    // The budget of a large host (nothing is allocated): a partition of the
+    // request fits it, its parameters' generation does not.
+    let config = EngineConfig {
+        memory_budget: 64 << 30,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(config, Vec::new(), vec![synthetic(dir.path())]).unwrap();
+    let started = std::time::Instant::now();
+    match engine.submit(request(&spec(1 << 26, 1, 1))).unwrap_err() {
+        EngineError::ResourceExhausted(m) => {
+            assert!(m.contains("parameters") && m.contains("MiB"), "{m}")
+        }
+        other => panic!("expected RESOURCE_EXHAUSTED, got {other:?}"),
+    }
+    match engine.preload_srs("synthetic-v1-n134217728-i2").unwrap_err() {
+        EngineError::ResourceExhausted(m) => {
+            assert!(
+                m.contains("synthetic-v1-n134217728-i2") && m.contains("MiB"),
+                "{m}"
+            )
+        }
+        other => panic!("expected RESOURCE_EXHAUSTED, got {other:?}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "refused only after working"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "something was generated"
+    );
+    assert!(engine.status().srs.is_empty(), "a refused id left an entry");
+    let job = engine.submit(request(&spec(SIZE, 1, 2))).unwrap();
+    assert_eq!(wait(&engine, &job.job_id).status, JobStatus::Completed);
+}
+
+/// Issue 34.1, "plus what is already resident": parameters that fit alone
+/// but not beside those being loaded are refused, and accepted once the
+/// others are idle (and can give way).
+#[test]
+fn parameters_must_fit_beside_those_in_use_or_loading() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, first) = pregenerate(dir.path(), SIZE);
+    let (second_id, second) = pregenerate(dir.path(), SIZE - 1);
+    let gate = Arc::new(Gate::default());
+    let source = Arc::new(SlowParameters {
+        inner: synthetic(dir.path()),
+        gate: Arc::clone(&gate),
+    });
+    let config = EngineConfig {
+        srs_memory_limit: first.max(second) * 3 / 2,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(config, Vec::new(), vec![source]).unwrap();
+    let loading = engine.submit(request(&spec(SIZE, 1, 1))).unwrap();
+    gate.wait_for_arrival(); // the first circuit's load holds its bytes
+    match engine.submit(request(&spec(SIZE - 1, 1, 2))).unwrap_err() {
+        EngineError::ResourceExhausted(m) => assert!(m.contains("in use or loading"), "{m}"),
+        other => panic!("expected RESOURCE_EXHAUSTED, got {other:?}"),
+    }
+    assert!(matches!(
+        engine.preload_srs(&second_id).unwrap_err(),
+        EngineError::ResourceExhausted(_)
+    ));
+    gate.open();
+    assert_eq!(wait(&engine, &loading.job_id).status, JobStatus::Completed);
+    // Idle now: the first circuit's parameters give way to the second's.
+    let job = engine.submit(request(&spec(SIZE - 1, 1, 3))).unwrap();
+    assert_eq!(wait(&engine, &job.job_id).status, JobStatus::Completed);
+    let resident: u64 = engine
+        .status()
+        .srs
+        .iter()
+        .filter(|s| s.tier != cuzk_engine::Tier::Cold)
+        .map(|s| s.size_bytes)
+        .sum();
+    assert!(resident <= first.max(second) * 3 / 2, "{resident}");
+}
+
+/// Opens its gate when dropped (also while a failed test unwinds).
+struct OpenOnDrop(Arc<Gate>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+/// A plan source whose loads of one circuit id wait at a gate.
+#[derive(Debug)]
+struct SlowFor {
+    inner: Arc<dyn PlanSource>,
+    gate: Arc<Gate>,
+    circuit_id: String,
+}
+
+impl PlanSource for SlowFor {
+    fn name(&self) -> &'static str {
+        "slow-for-one"
+    }
+    fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
+        self.inner.plan(request)
+    }
+    fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
+        let inner = self.inner.parameters(circuit_id)?;
+        if circuit_id != self.circuit_id {
+            return Some(inner);
+        }
+        let gate = Arc::clone(&self.gate);
+        Some(inner.map(|inner| Box::new(GatedRecipe { inner, gate }) as Box<dyn ParameterRecipe>))
+    }
+}
+
+/// Regression (issue 34.2): a load ran on the synthesis worker that picked
+/// the job's first partition, so a long generation held a worker (with two
+/// of them, two generations stopped all synthesis) and a CRITICAL job whose
+/// parameters were resident waited behind it (AwaitProof TIMEOUT after
+/// 60 s). With one synthesis worker and a load held open for the whole
+/// test, a job whose parameters are resident still completes.
+#[test]
+fn a_load_holds_no_synthesis_worker_and_delays_no_job_with_resident_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow_id = cuzk_core::SyntheticCircuit::new(SIZE, vec![cuzk_core::Scalar::from(0u64); 2], 0)
+        .unwrap()
+        .circuit_id();
+    let gate = Arc::new(Gate::default());
+    let source = Arc::new(SlowFor {
+        inner: synthetic(dir.path()),
+        gate: Arc::clone(&gate),
+        circuit_id: slow_id,
+    });
+    let config = EngineConfig {
+        partition_workers: 1,
+        ..EngineConfig::default()
+    };
+    // Should the test fail, the load is let go, so the engine's shutdown
+    // (which joins its threads) ends and the failure is reported.
+    let _release = OpenOnDrop(Arc::clone(&gate));
+    let engine = Engine::start(config, Vec::new(), vec![source]).unwrap();
+    let (resident_id, _) = pregenerate(dir.path(), SIZE - 1);
+    engine.preload_srs(&resident_id).unwrap();
+    let blocked = engine.submit(request(&spec(SIZE, 2, 1))).unwrap();
+    gate.wait_for_arrival();
+    let mut urgent = request(&spec(SIZE - 1, 1, 2));
+    urgent.priority = Some(cuzk_core::Priority::Critical);
+    let urgent = engine.submit(urgent).unwrap();
+    let result = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(engine.wait(&urgent.job_id, Some(Duration::from_secs(60))))
+        .unwrap();
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    // A second job of the loading circuit shares its load; both finish
+    // once it is done.
+    let sharing = engine.submit(request(&spec(SIZE, 1, 3))).unwrap();
+    gate.open();
+    assert_eq!(wait(&engine, &blocked.job_id).status, JobStatus::Completed);
+    assert_eq!(wait(&engine, &sharing.job_id).status, JobStatus::Completed);
+}
+
+/// A job cancelled while its parameters wait for memory or load does not
+/// stay behind: its partitions leave the queue and its load's promise of
+/// memory is withdrawn.
+#[test]
+fn a_job_cancelled_while_its_parameters_load_ends_and_frees_its_promise() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Arc::new(Gate::default());
+    let source = Arc::new(SlowParameters {
+        inner: synthetic(dir.path()),
+        gate: Arc::clone(&gate),
+    });
+    let engine = Engine::start(EngineConfig::default(), Vec::new(), vec![source]).unwrap();
+    let job = engine.submit(request(&spec(SIZE, 2, 1))).unwrap();
+    gate.wait_for_arrival();
+    engine.cancel(&job.job_id).unwrap();
+    assert_eq!(wait(&engine, &job.job_id).status, JobStatus::Cancelled);
+    gate.open();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while engine.status().queued_partitions.0 != 0 {
+        assert!(std::time::Instant::now() < deadline, "partitions left queued");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let next = engine.submit(request(&spec(SIZE, 1, 2))).unwrap();
+    assert_eq!(wait(&engine, &next.job_id).status, JobStatus::Completed);
 }

@@ -30,6 +30,20 @@ fn request(spec: SyntheticSpec, priority: Option<Priority>) -> ProofRequest {
     request_for(&spec, priority)
 }
 
+/// Generates the parameters of the synthetic circuit of `constraints`
+/// constraints into `dir`, as a daemon would on first use, and returns
+/// what the engine counts for them (the file's length), so a test can
+/// size a budget around it.
+fn pregenerate(dir: &std::path::Path, constraints: usize) -> u64 {
+    let cache = cuzk_core::ParameterCache::new(dir).unwrap();
+    let id = SyntheticCircuit::new(constraints, vec![cuzk_core::Scalar::from(0u64); 2], 0)
+        .unwrap()
+        .circuit_id();
+    let recipe = cuzk_synthetic::parameters::recipe(&cache, &id).unwrap().unwrap();
+    recipe.load().unwrap();
+    recipe.memory_bytes()
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -267,6 +281,9 @@ fn unusable_parameters_fail_the_job_with_a_clear_error() {
 fn memory_budget_bounds_partitions_in_flight() {
     let dir = tempfile::tempdir().unwrap();
     let per_partition = cuzk_core::plan::partition_bytes(1 << 12, 1 << 12);
+    // The budget counts the parameters too: room for them and two
+    // partitions.
+    let parameters = pregenerate(dir.path(), 1 << 12);
     let engine = Arc::new(
         start(
             dir.path(),
@@ -274,7 +291,7 @@ fn memory_budget_bounds_partitions_in_flight() {
                 partition_workers: 4,
                 workers_per_backend: 2,
                 max_prover_queue_depth: 4,
-                memory_budget: per_partition * 2,
+                memory_budget: per_partition * 2 + parameters,
                 ..config(dir.path())
             },
         )
@@ -379,6 +396,10 @@ fn idle_parameters_are_evicted_under_memory_pressure() {
             .unwrap()
             .circuit_id()
     };
+    // On disk already, so the engine counts what a read holds rather than
+    // what a generation would.
+    pregenerate(dir.path(), 1 << 10);
+    pregenerate(dir.path(), (1 << 10) - 1);
     let engine = start(
         dir.path(),
         EngineConfig {

@@ -303,6 +303,10 @@ impl ParameterRecipe for TrustedFile {
         self.file.canonical_id.as_deref()
     }
 
+    fn memory_bytes(&self) -> u64 {
+        self.file.memory_bytes()
+    }
+
     fn load(&self) -> Result<ProvingParameters, PlanError> {
         self.check_available()?;
         let verdict = self.trust.verdict(&self.file.path);

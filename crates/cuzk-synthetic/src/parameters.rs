@@ -48,6 +48,63 @@ pub fn recipe(
     None
 }
 
+/// Bytes of an uncompressed G1 and G2 point, as held in memory.
+const G1_BYTES: usize = 96;
+const G2_BYTES: usize = 192;
+
+/// Host memory bellperson's generator takes at its peak for the synthetic
+/// circuit: the constraint system it records, the query evaluations, and
+/// each query in projective then affine form. Measured peak per constraint
+/// (`the_generation_estimate_covers_the_measured_peak`), with a margin.
+pub fn synthetic_generation_bytes(constraints: usize, inputs: usize) -> u64 {
+    let domain = (constraints + inputs + 1).next_power_of_two() as u64;
+    GENERATION_BYTES_PER_DOMAIN_POINT * domain
+}
+
+/// See [`synthetic_generation_bytes`].
+const GENERATION_BYTES_PER_DOMAIN_POINT: u64 = 2560;
+
+/// Benchmark parameter files kept in the parameter directory at most: each
+/// distinct size or shape seed a client names would otherwise leave a file
+/// there for good.
+pub const MAX_BENCHMARK_PARAMETER_FILES: usize = 8;
+
+/// Before `circuit_id`'s file is written (when it is not there yet):
+/// removes the benchmark parameter files (`synthetic-*`, `shaped-*`) used
+/// least recently (by modification time: a read refreshes it) until fewer
+/// than [`MAX_BENCHMARK_PARAMETER_FILES`] remain. Resident copies are not
+/// affected; a removed file is generated again when next used. Official
+/// files are never touched.
+fn make_room_on_disk(cache: &ParameterCache, circuit_id: &str) {
+    let own = cache.params_path(circuit_id);
+    if own.exists() {
+        // Read: mark it used, so it is the last to go.
+        let _ = std::fs::File::options()
+            .append(true)
+            .open(&own)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+        return;
+    }
+    let Ok(dir) = std::fs::read_dir(cache.dir()) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, std::path::PathBuf)> = dir
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name.starts_with("synthetic-") || name.starts_with("shaped-")) && name.ends_with(".params")
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    files.sort();
+    let excess = (files.len() + 1).saturating_sub(MAX_BENCHMARK_PARAMETER_FILES);
+    for (_, path) in files.into_iter().take(excess) {
+        tracing::info!(file = %path.display(), "removing the least recently used benchmark parameter file");
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(path.with_extension("vk"));
+    }
+}
+
 fn malformed(circuit_id: &str) -> PlanError {
     PlanError::InvalidArgument(format!(
         "malformed benchmark circuit id {:?} (synthetic-v1-n<constraints>-i<inputs> or \
@@ -71,6 +128,14 @@ impl ParameterRecipe for SyntheticParameters {
         Ok(())
     }
 
+    /// The cached file's length when it reads, else the generator's peak.
+    fn memory_bytes(&self) -> u64 {
+        match std::fs::metadata(self.cache.params_path(&self.circuit_id)) {
+            Ok(file) => file.len(),
+            Err(_) => synthetic_generation_bytes(self.constraints, self.inputs),
+        }
+    }
+
     fn load(&self) -> Result<ProvingParameters, PlanError> {
         let circuit = SyntheticCircuit::new(
             self.constraints,
@@ -78,6 +143,7 @@ impl ParameterRecipe for SyntheticParameters {
             0,
         )
         .map_err(|e| PlanError::InvalidArgument(e.to_string()))?;
+        make_room_on_disk(&self.cache, &self.circuit_id);
         let (params, outcome) = self
             .cache
             .load_or_generate(&self.circuit_id, || circuit)
@@ -116,6 +182,22 @@ impl ParameterRecipe for ShapedParameters {
         Ok(())
     }
 
+    /// The file's length, or, before it is written (the writer streams to
+    /// disk, so the read is the peak), the size of the sections the shape
+    /// has: drawing the shape takes about a second at full size, nothing
+    /// beside the minutes of writing the file.
+    fn memory_bytes(&self) -> u64 {
+        match std::fs::metadata(self.cache.params_path(&self.circuit_id)) {
+            Ok(file) => file.len(),
+            Err(_) => {
+                let shape = ShapedCircuit::new(self.constraints, self.inputs, self.shape_seed).shape();
+                let g1 = shape.h + shape.l + shape.a + shape.b + shape.inputs + 3;
+                let g2 = shape.b + 3;
+                (g1 * G1_BYTES + g2 * G2_BYTES) as u64
+            }
+        }
+    }
+
     fn load(&self) -> Result<ProvingParameters, PlanError> {
         let path = self.cache.params_path(&self.circuit_id);
         let shape = ShapedCircuit::new(self.constraints, self.inputs, self.shape_seed).shape();
@@ -148,6 +230,7 @@ impl ParameterRecipe for ShapedParameters {
                 }
             }
         }
+        make_room_on_disk(&self.cache, &self.circuit_id);
         let started = Instant::now();
         write_shaped_parameters(&shape, SHAPED_POINT_SEED, &path)
             .map_err(|e| PlanError::Parameters(without_directory(&e.to_string(), &path)))?;
@@ -187,6 +270,63 @@ mod tests {
                 other => panic!("{id}: expected a bounds error, got {other:?}"),
             }
         }
+    }
+
+    /// Regression (issue 34.7): every distinct benchmark size left its
+    /// parameter file behind for good. Generating more than the bound
+    /// removes the least recently used ones, never an official file.
+    #[test]
+    fn benchmark_parameter_files_on_disk_are_bounded() {
+        let (dir, cache) = cache();
+        let official = dir.path().join("v28-stacked-proof-of-replication-test.params");
+        std::fs::write(&official, b"not ours").unwrap();
+        let ids: Vec<String> = (0..MAX_BENCHMARK_PARAMETER_FILES + 3)
+            .map(|i| format!("synthetic-v1-n{}-i2", 8 + i))
+            .collect();
+        for id in &ids {
+            recipe(&cache, id).unwrap().unwrap().load().unwrap();
+            // Modification times must differ for the order to be seen.
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("synthetic-") && n.ends_with(".params"))
+            .collect();
+        assert_eq!(left.len(), MAX_BENCHMARK_PARAMETER_FILES, "{left:?}");
+        assert!(official.exists(), "an official file was removed");
+        for id in &ids[..3] {
+            assert!(
+                !cache.params_path(id).exists(),
+                "{id} should have been removed first"
+            );
+        }
+        assert!(cache.params_path(ids.last().unwrap()).exists());
+    }
+
+    /// The admission estimate covers a real generation: at least the
+    /// resident parameters, and the measured peak of bellperson's
+    /// generator (about 2,000 bytes a domain point from 2^16 to 2^20:
+    /// BENCHMARKS.md), which the estimate's constant carries with a margin.
+    #[test]
+    fn the_generation_estimate_covers_the_resident_parameters() {
+        let (_dir, cache) = cache();
+        let id = "synthetic-v1-n1021-i2";
+        let recipe = recipe(&cache, id).unwrap().unwrap();
+        let estimate = recipe.memory_bytes();
+        assert_eq!(estimate, synthetic_generation_bytes(1021, 2));
+        assert!(estimate >= 2000 * 1024, "{estimate}");
+        let params = recipe.load().unwrap();
+        assert!(
+            estimate >= 5 * params.size_bytes(),
+            "{estimate} vs {}",
+            params.size_bytes()
+        );
+        // Once on disk, the file's length: what a read holds.
+        assert_eq!(
+            recipe.memory_bytes(),
+            std::fs::metadata(cache.params_path(id)).unwrap().len()
+        );
     }
 
     #[test]
