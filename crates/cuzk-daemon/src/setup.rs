@@ -96,6 +96,13 @@ pub fn plan_sources(
 ) -> anyhow::Result<Vec<Arc<dyn PlanSource>>> {
     let mut sources: Vec<Arc<dyn PlanSource>> = Vec::new();
     if benchmark {
+        // On by default so that a fresh daemon proves something with no
+        // parameter files; bounded (sizes, memory admission, files on
+        // disk), but a production daemon has no use for it.
+        tracing::info!(
+            "[benchmark] synthetic = true: serving benchmark requests (registered proof 9000) and \
+             generating their parameters on first use; set it false in production"
+        );
         let cache = ParameterCache::new(param_dir)
             .with_context(|| format!("parameter directory {}", param_dir.display()))?;
         sources.push(Arc::new(cuzk_synthetic::SyntheticPlans::new(cache)));
