@@ -18,6 +18,7 @@
 pub mod constraints;
 pub mod fixtures;
 pub mod names;
+pub mod native;
 pub mod params;
 pub mod plans;
 pub mod registry;
