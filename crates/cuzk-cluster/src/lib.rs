@@ -10,8 +10,11 @@
 //! renew ([`JobQueue::renew`]). A lease that runs out puts the job back in
 //! the queue ([`JobQueue::requeue_expired`]) for another daemon; the daemon
 //! that lost it can no longer finish it ([`JobQueue::finish`] only counts
-//! for the lease holder), so a job completes exactly once. Finished rows
-//! expire after the result TTL ([`JobQueue::expire_finished`]).
+//! for the lease holder), so a job completes exactly once. A claim lost
+//! with its work (the lease ran out, the job was given back unfinished)
+//! counts as an attempt, and a job out of attempts fails, so a request
+//! that crashes daemons is not passed around the pool for ever. Finished
+//! rows expire after the result TTL ([`JobQueue::expire_finished`]).
 //!
 //! The schema is created and migrated by the first daemon to connect
 //! ([`schema`]), in a schema of the database named by the configuration.
@@ -22,7 +25,7 @@
 pub mod queue;
 pub mod schema;
 
-pub use queue::{ClaimedJob, JobQueue, JobRecord, JobState, NewJob, Outcome, Submitted};
+pub use queue::{ClaimedJob, Expired, JobQueue, JobRecord, JobState, NewJob, Outcome, Released, Submitted};
 
 /// Errors of the cluster queue.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +43,15 @@ pub enum ClusterError {
         found: i32,
         /// The newest version this build knows.
         known: i32,
+    },
+    /// The pool holds as many unfinished jobs as it accepts
+    /// ([`JobQueue::submit_bounded`]).
+    #[error("{live} jobs are queued or running in the pool, the most it accepts is {limit}")]
+    QueueFull {
+        /// Jobs queued or running now.
+        live: i64,
+        /// The bound.
+        limit: i64,
     },
     /// A stored value this build cannot read.
     #[error("unreadable job row: {0}")]

@@ -48,8 +48,29 @@ pub struct ClaimedJob {
     pub priority: i16,
     /// The encoded request.
     pub request: Vec<u8>,
-    /// Claims so far, this one included (more than 1: a daemon lost it).
+    /// Claims so far, this one included (more than 1: a daemon lost it or
+    /// gave it back); a claim [declined](JobQueue::decline) does not count.
     pub attempts: i32,
+}
+
+/// What [`JobQueue::requeue_expired`] did with the jobs whose lease ran out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Expired {
+    /// Put back in the queue for another daemon.
+    pub requeued: u64,
+    /// Failed: that claim was their last attempt.
+    pub failed: u64,
+}
+
+/// What became of a job its daemon gave back ([`JobQueue::release`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Released {
+    /// Back in the queue for another daemon.
+    Requeued,
+    /// Failed: that claim was its last attempt.
+    Failed,
+    /// This daemon no longer held it (its lease ran out, it was cancelled).
+    NotHeld,
 }
 
 /// How a claimed job ended.
@@ -102,7 +123,7 @@ pub struct JobRecord {
     pub state: JobState,
     /// The daemon holding it (running jobs only).
     pub owner: Option<String>,
-    /// Claims so far.
+    /// Claims so far (declined claims excepted).
     pub attempts: i32,
     /// The proof, once completed.
     pub proof: Option<Vec<u8>>,
@@ -140,6 +161,27 @@ impl std::fmt::Debug for JobQueue {
 /// Milliseconds, as the statements take durations.
 fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// The SET clause that ends a claim lost with its work (the daemon died or
+/// gave the job back unfinished): the job goes back to the queue, or, once
+/// it has had `max_attempts` (the statement's parameter `max`) claims, it
+/// fails, recorded by daemon `recorder` (a parameter too), with a message
+/// naming them and `why` (an SQL text expression that may name the last
+/// `owner`). Without the limit a request that crashes every daemon would
+/// be passed around the pool for ever.
+fn end_lost_claim(max: &str, recorder: &str, why: &str) -> String {
+    let last = format!("attempts >= {max}");
+    format!(
+        "state = CASE WHEN {last} THEN 'failed' ELSE 'queued' END,
+         error = CASE WHEN {last}
+             THEN format('gave up after %s attempts, the most the pool allows: %s', attempts, {why})
+             ELSE error END,
+         finished_at = CASE WHEN {last} THEN now() END,
+         finished_by = CASE WHEN {last} THEN {recorder} END,
+         request = CASE WHEN {last} THEN ''::bytea ELSE request END,
+         owner = NULL, lease_until = NULL"
+    )
 }
 
 impl JobQueue {
@@ -240,37 +282,81 @@ impl JobQueue {
     /// Enqueues `job`, or returns the job that already holds its non-empty
     /// `request_id` (whichever daemon it was submitted to).
     pub async fn submit(&self, job: &NewJob) -> Result<Submitted, ClusterError> {
+        self.insert(job, None).await
+    }
+
+    /// [`submit`](Self::submit), refused with [`ClusterError::QueueFull`]
+    /// while `max_live` jobs are queued or running in the pool; a job that
+    /// already holds `job.request_id` is still returned. The count and the
+    /// insert are one statement, so the bound holds whatever the load, to
+    /// within the submissions other daemons make at the same instant.
+    pub async fn submit_bounded(&self, job: &NewJob, max_live: i64) -> Result<Submitted, ClusterError> {
+        self.insert(job, Some(max_live)).await
+    }
+
+    async fn insert(&self, job: &NewJob, max_live: Option<i64>) -> Result<Submitted, ClusterError> {
         let request_id = (!job.request_id.is_empty()).then_some(job.request_id.as_str());
         let job_id = uuid::Uuid::new_v4().to_string();
         // A repeat whose first job just expired finds no row either way:
         // it is then enqueued anew on the second pass.
         for _ in 0..2 {
-            let inserted = self
-                .query(
-                    "INSERT INTO cuzk_jobs (job_id, request_id, kind, priority, request, state)
-                     VALUES ($1, $2, $3, $4, $5, 'queued')
-                     ON CONFLICT (request_id) DO NOTHING
-                     RETURNING job_id",
-                    &[&job_id, &request_id, &job.kind, &job.priority, &job.request],
-                )
-                .await?;
+            let inserted = match max_live {
+                None => {
+                    self.query(
+                        "INSERT INTO cuzk_jobs (job_id, request_id, kind, priority, request, state)
+                         VALUES ($1, $2, $3, $4, $5, 'queued')
+                         ON CONFLICT (request_id) DO NOTHING
+                         RETURNING job_id",
+                        &[&job_id, &request_id, &job.kind, &job.priority, &job.request],
+                    )
+                    .await?
+                }
+                Some(limit) => {
+                    self.query(
+                        "INSERT INTO cuzk_jobs (job_id, request_id, kind, priority, request, state)
+                         SELECT $1::text, $2::text, $3::text, $4::int2, $5::bytea, 'queued'
+                         WHERE (SELECT count(*) FROM cuzk_jobs WHERE state IN ('queued', 'running')) < $6::int8
+                         ON CONFLICT (request_id) DO NOTHING
+                         RETURNING job_id",
+                        &[&job_id, &request_id, &job.kind, &job.priority, &job.request, &limit],
+                    )
+                    .await?
+                }
+            };
             if !inserted.is_empty() {
                 return Ok(Submitted::New(job_id));
             }
-            let existing = self
-                .query(
-                    "SELECT job_id FROM cuzk_jobs WHERE request_id = $1",
-                    &[&request_id],
-                )
-                .await?;
-            if let Some(row) = existing.first() {
-                return Ok(Submitted::Existing(row.get(0)));
+            if let Some(existing) = self.job_of_request(&job.request_id).await? {
+                return Ok(Submitted::Existing(existing));
+            }
+            if let Some(limit) = max_live {
+                let (queued, running, _) = self.counts().await?;
+                if queued + running >= limit {
+                    return Err(ClusterError::QueueFull {
+                        live: queued + running,
+                        limit,
+                    });
+                }
             }
         }
         Err(ClusterError::Corrupt(format!(
             "request_id {:?} neither inserted nor found",
             job.request_id
         )))
+    }
+
+    /// The job that holds `request_id`, if any (none for an empty one).
+    pub async fn job_of_request(&self, request_id: &str) -> Result<Option<String>, ClusterError> {
+        if request_id.is_empty() {
+            return Ok(None);
+        }
+        let rows = self
+            .query(
+                "SELECT job_id FROM cuzk_jobs WHERE request_id = $1",
+                &[&request_id],
+            )
+            .await?;
+        Ok(rows.first().map(|row| row.get(0)))
     }
 
     /// Claims the highest-priority queued job (oldest first among equals)
@@ -344,12 +430,39 @@ impl JobQueue {
         Ok(changed == 1)
     }
 
-    /// Gives `job_id` back to the queue (a daemon shutting down before it
-    /// finished); false when this daemon did not hold it.
-    pub async fn release(&self, job_id: &str) -> Result<bool, ClusterError> {
+    /// Gives `job_id` back to the queue unfinished (a daemon shutting down
+    /// with its work cancelled): the claim counts as an attempt, so a job
+    /// given back its `max_attempts`-th time fails instead.
+    pub async fn release(&self, job_id: &str, max_attempts: i32) -> Result<Released, ClusterError> {
+        let statement = format!(
+            "UPDATE cuzk_jobs SET {}
+             WHERE job_id = $1 AND owner = $2 AND state = 'running'
+             RETURNING state",
+            end_lost_claim(
+                "$3",
+                "$2",
+                "format('its last daemon, %s, gave it back unfinished (it shut down)', owner)"
+            )
+        );
+        let rows = self
+            .query(&statement, &[&job_id, &self.owner, &max_attempts])
+            .await?;
+        Ok(match rows.first().map(|row| row.get::<_, String>(0)) {
+            None => Released::NotHeld,
+            Some(state) if state == "failed" => Released::Failed,
+            Some(_) => Released::Requeued,
+        })
+    }
+
+    /// Gives `job_id` back as if this daemon had never claimed it (its
+    /// engine cannot start it now: full, or shutting down): the claim does
+    /// not count as an attempt, since no work on the job was lost. False
+    /// when this daemon did not hold it.
+    pub async fn decline(&self, job_id: &str) -> Result<bool, ClusterError> {
         let changed = self
             .execute(
-                "UPDATE cuzk_jobs SET state = 'queued', owner = NULL, lease_until = NULL
+                "UPDATE cuzk_jobs SET state = 'queued', owner = NULL, lease_until = NULL,
+                     attempts = attempts - 1
                  WHERE job_id = $1 AND owner = $2 AND state = 'running'",
                 &[&job_id, &self.owner],
             )
@@ -358,14 +471,28 @@ impl JobQueue {
     }
 
     /// Puts every running job whose lease ran out back in the queue (its
-    /// daemon died or lost the database); returns how many.
-    pub async fn requeue_expired(&self) -> Result<u64, ClusterError> {
-        self.execute(
-            "UPDATE cuzk_jobs SET state = 'queued', owner = NULL, lease_until = NULL
-             WHERE state = 'running' AND lease_until < now()",
-            &[],
-        )
-        .await
+    /// daemon died or lost the database), or fails it if that claim was its
+    /// `max_attempts`-th: a request that crashes daemons ends FAILED.
+    pub async fn requeue_expired(&self, max_attempts: i32) -> Result<Expired, ClusterError> {
+        let statement = format!(
+            "UPDATE cuzk_jobs SET {}
+             WHERE state = 'running' AND lease_until < now()
+             RETURNING state",
+            end_lost_claim(
+                "$1",
+                "$2",
+                "format('the lease of its last daemon, %s, ran out (the daemon died, hung or lost the database)', owner)"
+            )
+        );
+        let rows = self.query(&statement, &[&max_attempts, &self.owner]).await?;
+        let failed = rows
+            .iter()
+            .filter(|row| row.get::<_, &str>(0) == "failed")
+            .count() as u64;
+        Ok(Expired {
+            requeued: rows.len() as u64 - failed,
+            failed,
+        })
     }
 
     /// Cancels `job_id` if it has not finished; a daemon proving it learns

@@ -7,7 +7,7 @@
 //! Without the variable the tests say SKIPPED and pass, except under CI
 //! (`CI` set), where a missing database is a failure.
 
-use cuzk_cluster::{JobQueue, JobState, NewJob, Outcome, Submitted};
+use cuzk_cluster::{ClusterError, Expired, JobQueue, JobState, NewJob, Outcome, Released, Submitted};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -230,10 +230,10 @@ async fn a_dead_daemons_job_is_requeued_after_its_lease_and_finished_once() {
     // The holder stops renewing (it died): nothing to requeue before the
     // lease ends, the job is back in the queue after it.
     let died = Instant::now();
-    assert_eq!(alive.requeue_expired().await.unwrap(), 0);
+    assert_eq!(alive.requeue_expired(3).await.unwrap(), Expired::default());
     assert!(alive.claim(lease).await.unwrap().is_none());
     let taken = loop {
-        alive.requeue_expired().await.unwrap();
+        alive.requeue_expired(3).await.unwrap();
         if let Some(job) = alive.claim(LEASE).await.unwrap() {
             break job;
         }
@@ -279,17 +279,21 @@ async fn a_renewed_lease_keeps_the_job_and_release_gives_it_back() {
     for _ in 0..6 {
         tokio::time::sleep(Duration::from_millis(150)).await;
         assert!(holder.renew(&claimed.job_id, lease).await.unwrap());
-        other.requeue_expired().await.unwrap();
+        other.requeue_expired(3).await.unwrap();
         assert!(
             other.claim(lease).await.unwrap().is_none(),
             "claimed while renewed"
         );
     }
-    assert!(
-        !other.release(&claimed.job_id).await.unwrap(),
+    assert_eq!(
+        other.release(&claimed.job_id, 3).await.unwrap(),
+        Released::NotHeld,
         "only the holder releases"
     );
-    assert!(holder.release(&claimed.job_id).await.unwrap());
+    assert_eq!(
+        holder.release(&claimed.job_id, 3).await.unwrap(),
+        Released::Requeued
+    );
     let again = other.claim(lease).await.unwrap().unwrap();
     assert_eq!((again.job_id, again.attempts), (claimed.job_id, 2));
     cluster.end().await;
@@ -325,5 +329,139 @@ async fn cancelled_and_expired_jobs_leave_the_queue() {
     assert_eq!(q.expire_finished(Duration::from_millis(10)).await.unwrap(), 2);
     assert!(q.get(running.job_id()).await.unwrap().is_none());
     assert_eq!(q.counts().await.unwrap(), (0, 0, 0));
+    cluster.end().await;
+}
+
+#[tokio::test]
+async fn a_job_whose_daemons_keep_losing_it_fails_after_its_last_attempt() {
+    let Some(cluster) = Cluster::start("attempts", 2).await else {
+        return;
+    };
+    let (a, b) = (&cluster.daemons[0], &cluster.daemons[1]);
+    let lease = Duration::from_millis(300);
+    let max_attempts = 3;
+    let submitted = a.submit(&job("poison", 1, 1)).await.unwrap();
+    let id = submitted.job_id();
+    let lapse = || tokio::time::sleep(lease + Duration::from_millis(100));
+    // 1: daemon a claims it and dies (its lease runs out).
+    assert_eq!(a.claim(lease).await.unwrap().unwrap().attempts, 1);
+    lapse().await;
+    assert_eq!(
+        b.requeue_expired(max_attempts).await.unwrap(),
+        Expired {
+            requeued: 1,
+            failed: 0
+        }
+    );
+    // 2: daemon b claims it and gives it back unfinished (it shuts down).
+    assert_eq!(b.claim(LEASE).await.unwrap().unwrap().attempts, 2);
+    assert_eq!(b.release(id, max_attempts).await.unwrap(), Released::Requeued);
+    // 3: daemon a claims it again and dies again: that was its last attempt.
+    assert_eq!(a.claim(lease).await.unwrap().unwrap().attempts, 3);
+    lapse().await;
+    assert_eq!(
+        b.requeue_expired(max_attempts).await.unwrap(),
+        Expired {
+            requeued: 0,
+            failed: 1
+        }
+    );
+    let record = b.get(id).await.unwrap().unwrap();
+    assert_eq!((record.state, record.attempts), (JobState::Failed, 3));
+    let error = record.error.unwrap();
+    assert!(
+        error.contains("3 attempts") && error.contains("daemon-0") && error.contains("lease"),
+        "the message names the attempts, the last daemon and why: {error}"
+    );
+    assert_eq!(record.request_bytes, 0, "the request is dropped once failed");
+    assert_eq!(record.finished_by.as_deref(), Some(b.owner()), "who recorded it");
+    assert!(b.claim(LEASE).await.unwrap().is_none(), "never claimed again");
+    assert!(!a.finish(id, &Outcome::Completed(vec![1])).await.unwrap());
+
+    // Given back on its last attempt: failed too, saying so.
+    let given_back = a.submit(&job("given-back", 1, 2)).await.unwrap();
+    a.claim(LEASE).await.unwrap().unwrap();
+    assert_eq!(a.release(given_back.job_id(), 1).await.unwrap(), Released::Failed);
+    let record = a.get(given_back.job_id()).await.unwrap().unwrap();
+    assert_eq!(record.state, JobState::Failed);
+    assert!(
+        record.error.as_deref().unwrap().contains("1 attempts")
+            && record.error.as_deref().unwrap().contains("gave it back"),
+        "{record:?}"
+    );
+    cluster.end().await;
+}
+
+#[tokio::test]
+async fn a_declined_claim_spends_no_attempt() {
+    let Some(cluster) = Cluster::start("decline", 2).await else {
+        return;
+    };
+    let (a, b) = (&cluster.daemons[0], &cluster.daemons[1]);
+    let submitted = a.submit(&job("declined", 1, 1)).await.unwrap();
+    for _ in 0..5 {
+        let claimed = a.claim(LEASE).await.unwrap().unwrap();
+        assert_eq!(claimed.attempts, 1);
+        assert!(!b.decline(&claimed.job_id).await.unwrap(), "only the holder");
+        assert!(a.decline(&claimed.job_id).await.unwrap());
+    }
+    let claimed = b.claim(LEASE).await.unwrap().unwrap();
+    assert_eq!(
+        (claimed.job_id.as_str(), claimed.attempts),
+        (submitted.job_id(), 1)
+    );
+    cluster.end().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn the_pools_bound_refuses_new_jobs_and_still_returns_existing_ones() {
+    let Some(cluster) = Cluster::start("bound", 2).await else {
+        return;
+    };
+    let (a, b) = (&cluster.daemons[0], &cluster.daemons[1]);
+    let first = a.submit_bounded(&job("q1", 1, 1), 2).await.unwrap();
+    b.submit_bounded(&job("q2", 1, 2), 2).await.unwrap();
+    // Running jobs count as well as queued ones.
+    let running = a.claim(LEASE).await.unwrap().unwrap();
+    match b.submit_bounded(&job("q3", 1, 3), 2).await {
+        Err(ClusterError::QueueFull { live: 2, limit: 2 }) => {}
+        other => panic!("expected QueueFull, got {other:?}"),
+    }
+    assert_eq!(
+        b.submit_bounded(&job("q1", 1, 9), 2).await.unwrap(),
+        Submitted::Existing(first.job_id().to_owned()),
+        "a repeated request_id is its job, full or not"
+    );
+    assert!(a
+        .finish(&running.job_id, &Outcome::Completed(vec![1]))
+        .await
+        .unwrap());
+    assert!(matches!(
+        b.submit_bounded(&job("q3", 1, 3), 2).await.unwrap(),
+        Submitted::New(_)
+    ));
+    assert_eq!(a.counts().await.unwrap(), (2, 0, 1));
+
+    // Submissions racing on both daemons: the bound holds to within one
+    // job per other daemon submitting at the same instant.
+    let mut tasks = Vec::new();
+    for i in 0..40u8 {
+        let daemon = Arc::clone(&cluster.daemons[i as usize % 2]);
+        tasks.push(tokio::spawn(async move {
+            daemon.submit_bounded(&job("", 1, i), 7).await
+        }));
+    }
+    let mut accepted = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(Submitted::New(_)) => accepted += 1,
+            Err(ClusterError::QueueFull { limit: 7, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        (5..=6).contains(&accepted),
+        "{accepted} accepted beyond 2 live, bound 7"
+    );
     cluster.end().await;
 }

@@ -3,8 +3,11 @@
 //! held it.
 //!
 //! - Any daemon accepts SubmitProof/Prove: the request is checked as a
-//!   single daemon checks it, then stored (idempotent by `request_id`
-//!   across the pool) rather than handed to the local engine.
+//!   single daemon checks it (the engine's admission checks, without
+//!   queuing), against the pool's bounds (`max_queued_jobs` counted in the
+//!   database, `max_request_bytes`), then stored (idempotent by
+//!   `request_id` across the pool) rather than handed to the local engine.
+//!   What a daemon would refuse is refused here, not claimed and retried.
 //! - Each daemon's claimer takes queued jobs, highest priority first, as its
 //!   engine has room (`max_claimed`; urgent jobs beyond it), proves each on
 //!   its own engine, renews the lease every third of it meanwhile, and
@@ -12,6 +15,13 @@
 //!   job was cancelled) cancels the local work.
 //! - Every daemon puts jobs whose lease ran out back in the queue, so a
 //!   dead daemon's jobs are proved elsewhere after about one lease.
+//! - A job's attempts are bounded (`max_attempts`): a claim lost with its
+//!   work (the lease ran out, the job was given back unfinished) counts,
+//!   and the last one fails the job, so a request that crashes daemons is
+//!   not passed around the pool for ever. A claim the engine refuses for
+//!   good (invalid, unsupported, beyond this daemon's budget) fails the job
+//!   at once with the engine's message; one it refuses for now (its queue
+//!   full, shutting down) is declined, without spending an attempt.
 //! - AwaitProof on any daemon reads the job from the database.
 //!
 //! The pool claims whole proofs, not partitions: a claim costs 2-4 ms
@@ -22,9 +32,9 @@
 
 use crate::config::ClusterSection;
 use crate::wire::{to_request, to_status};
-use cuzk_cluster::{ClaimedJob, JobQueue, JobState, NewJob, Outcome};
-use cuzk_core::Priority;
-use cuzk_engine::{Engine, JobStatus};
+use cuzk_cluster::{ClaimedJob, ClusterError, JobQueue, JobState, NewJob, Outcome, Released};
+use cuzk_core::{Priority, ProofRequest};
+use cuzk_engine::{Engine, EngineError, JobStatus};
 use cuzk_proto::v1 as pb;
 use prost::Message;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -55,8 +65,18 @@ impl std::fmt::Debug for ClusterNode {
 }
 
 /// A database error as a gRPC status: the pool is unreachable for now.
-fn unavailable(e: cuzk_cluster::ClusterError) -> Status {
+fn unavailable(e: ClusterError) -> Status {
     Status::unavailable(format!("cluster queue: {e}"))
+}
+
+/// A stored request as the engine takes it.
+fn decode_claimed(job: &ClaimedJob) -> Result<ProofRequest, String> {
+    let submit = pb::SubmitProofRequest::decode(job.request.as_slice())
+        .map_err(|e| format!("stored request does not decode: {e}"))?;
+    let mut request = to_request(submit).map_err(|s| s.message().to_string())?;
+    // Idempotency is the pool's; the local engine sees each claim once.
+    request.request_id.clear();
+    Ok(request)
 }
 
 /// The queue's priority number of a request (its kind's default when unset).
@@ -104,18 +124,56 @@ impl ClusterNode {
         Duration::from_millis(self.settings.poll_ms)
     }
 
-    /// Stores a submission; returns its job id (the first job's, for a
-    /// repeated `request_id`).
+    fn max_attempts(&self) -> i32 {
+        i32::try_from(self.settings.max_attempts).unwrap_or(i32::MAX)
+    }
+
+    /// Stores a submission once it passed the checks a single daemon makes
+    /// and the pool's bounds; returns its job id (the first job's, for a
+    /// repeated `request_id`, whatever the pool's load).
     pub async fn submit(&self, submit: pb::SubmitProofRequest) -> Result<String, Status> {
-        let request = to_request(submit.clone())?;
+        let request_bytes = submit.encoded_len() as u64;
+        let limit = self.settings.request_limit();
+        // Encoded before the conversion takes the message, and only when it
+        // may be stored: no second copy of an oversized request.
+        let encoded = (request_bytes <= limit).then(|| submit.encode_to_vec());
+        let request = to_request(submit)?;
+        if let Some(existing) = self
+            .queue
+            .job_of_request(&request.request_id)
+            .await
+            .map_err(unavailable)?
+        {
+            return Ok(existing);
+        }
+        let Some(encoded) = encoded else {
+            return Err(Status::resource_exhausted(format!(
+                "the request is {request_bytes} bytes, more than the {limit} the pool stores \
+                 ([cluster] max_request_bytes)"
+            )));
+        };
         let job = NewJob {
             request_id: request.request_id.clone(),
             kind: request.kind.name().to_string(),
             priority: queue_priority(&request),
-            request: submit.encode_to_vec(),
+            request: encoded,
         };
-        let submitted = self.queue.submit(&job).await.map_err(unavailable)?;
-        Ok(submitted.job_id().to_string())
+        // The engine's admission checks (planning may be slow: off the
+        // async threads), so that what a daemon would refuse at its claim
+        // is refused now, to this client.
+        let engine = Arc::clone(&self.engine);
+        tokio::task::spawn_blocking(move || engine.check(&request))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(to_status)?;
+        let max_live = i64::try_from(self.settings.max_queued_jobs).unwrap_or(i64::MAX);
+        match self.queue.submit_bounded(&job, max_live).await {
+            Ok(submitted) => Ok(submitted.job_id().to_string()),
+            Err(ClusterError::QueueFull { live, limit }) => Err(Status::resource_exhausted(format!(
+                "{live} jobs are queued or running in the pool, the most it accepts ([cluster] max_queued_jobs = {limit})"
+            ))),
+            Err(e) => Err(unavailable(e)),
+        }
     }
 
     /// Waits for `job_id`'s result, looking at the database with a pause
@@ -200,9 +258,22 @@ impl ClusterNode {
             // Any daemon gives a dead daemon's jobs back (after their lease).
             if last_sweep.elapsed() >= self.lease() / 3 {
                 last_sweep = Instant::now();
-                match self.queue.requeue_expired().await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::warn!(jobs = n, "requeued jobs whose daemon's lease ran out"),
+                match self.queue.requeue_expired(self.max_attempts()).await {
+                    Ok(expired) => {
+                        if expired.requeued > 0 {
+                            tracing::warn!(
+                                jobs = expired.requeued,
+                                "requeued jobs whose daemon's lease ran out"
+                            );
+                        }
+                        if expired.failed > 0 {
+                            tracing::warn!(
+                                jobs = expired.failed,
+                                max_attempts = self.max_attempts(),
+                                "failed jobs whose daemon's lease ran out on their last attempt"
+                            );
+                        }
+                    }
                     Err(e) => tracing::warn!(error = %e, "cluster queue unreachable"),
                 }
             }
@@ -278,33 +349,15 @@ impl ClusterNode {
     /// Runs `job` on the engine, renewing its lease; `None` when the local
     /// work was abandoned (lease lost, cancelled in the pool, shutdown).
     async fn run_locally(&self, job: &ClaimedJob) -> Option<Outcome> {
-        let request = match pb::SubmitProofRequest::decode(job.request.as_slice())
-            .map_err(|e| format!("stored request does not decode: {e}"))
-            .and_then(|submit| to_request(submit).map_err(|s| s.message().to_string()))
-        {
-            Ok(mut request) => {
-                // Idempotency is the pool's; the local engine sees each claim once.
-                request.request_id.clear();
-                request
-            }
+        let request = match decode_claimed(job) {
+            Ok(request) => request,
             Err(e) => return Some(Outcome::Failed(e)),
         };
         let engine = Arc::clone(&self.engine);
         let submitted = tokio::task::spawn_blocking(move || engine.submit(request)).await;
         let local = match submitted {
             Ok(Ok(outcome)) => outcome.job_id,
-            Ok(Err(e)) => {
-                let status = to_status(e);
-                if status.code() == tonic::Code::Unavailable
-                    || status.code() == tonic::Code::ResourceExhausted
-                {
-                    // Not this job's fault: shutting down or full; another
-                    // daemon (or this one, later) takes it.
-                    let _ = self.queue.release(&job.job_id).await;
-                    return None;
-                }
-                return Some(Outcome::Failed(status.message().to_string()));
-            }
+            Ok(Err(e)) => return self.refused(job, e).await,
             Err(e) => return Some(Outcome::Failed(format!("submission panicked: {e}"))),
         };
         let renew_every = self.lease() / 3;
@@ -316,8 +369,19 @@ impl ClusterNode {
                     JobStatus::Cancelled => {
                         // The engine's shutdown (a pool cancellation is seen
                         // at renewal, below): give the job back at once.
-                        if self.queue.release(&job.job_id).await.unwrap_or(false) {
-                            tracing::info!(job = %job.job_id, "given back to the pool");
+                        match self.queue.release(&job.job_id, self.max_attempts()).await {
+                            Ok(Released::Requeued) => {
+                                tracing::info!(job = %job.job_id, "given back to the pool")
+                            }
+                            Ok(Released::Failed) => tracing::warn!(
+                                job = %job.job_id,
+                                attempts = job.attempts,
+                                "given back on its last attempt: failed"
+                            ),
+                            Ok(Released::NotHeld) => {}
+                            Err(e) => {
+                                tracing::warn!(job = %job.job_id, error = %e, "giving the job back failed; its lease will run out")
+                            }
                         }
                         return None;
                     }
@@ -338,5 +402,46 @@ impl ClusterNode {
                 Err(e) => tracing::warn!(job = %job.job_id, error = %e, "lease renewal failed; retrying"),
             }
         }
+    }
+
+    /// What becomes of a claimed job the local engine refused: a refusal
+    /// no daemon sized like this one overcomes fails it at once; one that
+    /// passes (shutting down, the engine's queue full) declines it, without
+    /// spending an attempt, for another daemon or this one later.
+    async fn refused(&self, job: &ClaimedJob, error: EngineError) -> Option<Outcome> {
+        let for_good = match error {
+            EngineError::ShuttingDown => None,
+            // The engine refuses both a request beyond its budget and any
+            // request while its queue is full; the check without queuing
+            // tells them apart (planning again, but only on this rare path).
+            EngineError::ResourceExhausted(full) => match self.check_claimed(job).await {
+                Ok(()) => {
+                    tracing::info!(job = %job.job_id, reason = %full, "engine full: declining the job for now");
+                    // Held a moment first, so that the claimer does not take
+                    // it straight back while the engine is still full.
+                    tokio::time::sleep(self.poll().min(self.lease() / 3)).await;
+                    None
+                }
+                Err(EngineError::ShuttingDown) => None,
+                Err(refusal) => Some(refusal),
+            },
+            refusal => Some(refusal),
+        };
+        if let Some(refusal) = for_good {
+            return Some(Outcome::Failed(to_status(refusal).message().to_string()));
+        }
+        if let Err(e) = self.queue.decline(&job.job_id).await {
+            tracing::warn!(job = %job.job_id, error = %e, "declining the job failed; its lease will run out");
+        }
+        None
+    }
+
+    /// The engine's admission checks of a claimed job, without queuing it.
+    async fn check_claimed(&self, job: &ClaimedJob) -> Result<(), EngineError> {
+        let request = decode_claimed(job).map_err(EngineError::InvalidArgument)?;
+        let engine = Arc::clone(&self.engine);
+        tokio::task::spawn_blocking(move || engine.check(&request))
+            .await
+            .map_err(|e| EngineError::Internal(format!("checking the request panicked: {e}")))?
     }
 }

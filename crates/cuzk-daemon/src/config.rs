@@ -55,6 +55,34 @@ pub struct ClusterSection {
     /// How often an idle daemon looks for queued jobs, and the longest
     /// pause between an AwaitProof's looks at its job.
     pub poll_ms: u64,
+    /// Claims a job may lose with its work (its daemon died, so the lease
+    /// ran out, or gave it back unfinished at shutdown) before it ends
+    /// FAILED, naming them: a request that crashes daemons is not passed
+    /// from daemon to daemon for ever. A daemon that cannot start a job yet
+    /// (its engine full) gives it back without spending an attempt.
+    pub max_attempts: u32,
+    /// Jobs queued or running in the whole pool (counted in the database)
+    /// at most; SubmitProof and Prove beyond are RESOURCE_EXHAUSTED. A
+    /// repeated `request_id` still returns its job.
+    pub max_queued_jobs: usize,
+    /// The largest request the pool stores (the encoded SubmitProof
+    /// message; "auto": the default); larger ones are RESOURCE_EXHAUSTED.
+    /// The largest real Filecoin request, a 32 GiB WindowPoSt partition, is
+    /// about 56 MiB (docs/REAL-INPUTS.md, "Sizes and the gRPC limit").
+    pub max_request_bytes: ByteSize,
+}
+
+impl ClusterSection {
+    /// `max_request_bytes` when none is set.
+    pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 64 << 20;
+
+    /// `max_request_bytes` in bytes.
+    pub fn request_limit(&self) -> u64 {
+        match self.max_request_bytes {
+            ByteSize::Bytes(n) => n,
+            ByteSize::Auto => Self::DEFAULT_MAX_REQUEST_BYTES,
+        }
+    }
 }
 
 impl Default for ClusterSection {
@@ -66,6 +94,10 @@ impl Default for ClusterSection {
             lease_ms: 30_000,
             max_claimed: 2,
             poll_ms: 200,
+            max_attempts: 3,
+            // As a single daemon's `[pipeline] max_queued_jobs`.
+            max_queued_jobs: 1_000,
+            max_request_bytes: ByteSize::Bytes(Self::DEFAULT_MAX_REQUEST_BYTES),
         }
     }
 }
@@ -415,6 +447,15 @@ impl Config {
             if self.cluster.poll_ms == 0 {
                 bail!("[cluster] poll_ms must be at least 1");
             }
+            if self.cluster.max_attempts == 0 {
+                bail!("[cluster] max_attempts must be at least 1");
+            }
+            if self.cluster.max_queued_jobs == 0 {
+                bail!("[cluster] max_queued_jobs must be at least 1");
+            }
+            if self.cluster.request_limit() == 0 {
+                bail!("[cluster] max_request_bytes must be positive");
+            }
         }
         if self.synthesis.partition_workers == 0 {
             bail!("[synthesis] partition_workers must be at least 1");
@@ -573,5 +614,25 @@ mod tests {
         assert!(toml::from_str::<Config>("[memory]\ntotal_budget = \"lots\"").is_err());
         let zero: Config = toml::from_str("[synthesis]\npartition_workers = 0").unwrap();
         assert!(zero.validate().is_err());
+    }
+
+    #[test]
+    fn the_pools_bounds_are_positive_and_the_request_limit_a_size() {
+        let pool = |keys: &str| {
+            toml::from_str::<Config>(&format!("[cluster]\ndatabase = \"postgres://h/db\"\n{keys}")).unwrap()
+        };
+        assert_eq!(pool("").cluster.request_limit(), 64 << 20);
+        assert_eq!(
+            pool("max_request_bytes = \"1MiB\"").cluster.request_limit(),
+            1 << 20
+        );
+        assert_eq!(
+            pool("max_request_bytes = \"auto\"").cluster.request_limit(),
+            64 << 20
+        );
+        for zero in ["max_attempts = 0", "max_queued_jobs = 0", "max_request_bytes = 0"] {
+            assert!(pool(zero).validate().is_err(), "{zero}");
+        }
+        assert!(pool("max_attempts = 1").validate().is_ok());
     }
 }

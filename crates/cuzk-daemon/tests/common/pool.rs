@@ -62,8 +62,15 @@ impl Pool {
 
     /// Starts daemon `node` of the pool.
     pub fn daemon(&self, node: &str) -> Daemon {
+        self.daemon_with(node, "", "")
+    }
+
+    /// Starts daemon `node` of the pool with more `[cluster]` keys and
+    /// other tables of configuration.
+    pub fn daemon_with(&self, node: &str, cluster_keys: &str, other_tables: &str) -> Daemon {
         let config = format!(
-            "[cluster]\ndatabase = \"{}\"\nschema = \"{}\"\nnode = \"{node}\"\nlease_ms = {}\npoll_ms = 50\n",
+            "[cluster]\ndatabase = \"{}\"\nschema = \"{}\"\nnode = \"{node}\"\nlease_ms = {}\npoll_ms = 50\n\
+             {cluster_keys}\n{other_tables}",
             self.url, self.schema, self.lease_ms
         );
         Daemon::start_with_params(tempfile::tempdir().unwrap(), &self.params, Listen::Tcp, &config)

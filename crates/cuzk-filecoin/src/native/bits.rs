@@ -2,15 +2,24 @@
 //! and the boolean operations that allocate, each allocating exactly what
 //! the gadget allocates for operands of the same form.
 
+use cuzk_core::Scalar;
+use ff::Field;
+use std::ops::Not;
+
 /// Where allocated auxiliary values go, in allocation order.
 pub trait Aux {
     /// One allocated bit (0 or 1).
     fn bit(&mut self, value: bool);
+    /// One allocated field element.
+    fn element(&mut self, value: Scalar);
 }
 
-/// Keeps the allocated bits in order (tests, and small circuits).
-impl Aux for Vec<bool> {
+/// The aux assignment as the gadget path gives it: one scalar a variable.
+impl Aux for Vec<Scalar> {
     fn bit(&mut self, value: bool) {
+        self.push(if value { Scalar::ONE } else { Scalar::ZERO });
+    }
+    fn element(&mut self, value: Scalar) {
         self.push(value);
     }
 }
@@ -34,15 +43,6 @@ impl Bit {
         match self {
             Bit::Constant(v) | Bit::Is(v) => v,
             Bit::Not(v) => !v,
-        }
-    }
-
-    /// Its negation (allocates nothing).
-    pub fn not(self) -> Bit {
-        match self {
-            Bit::Constant(v) => Bit::Constant(!v),
-            Bit::Is(v) => Bit::Not(v),
-            Bit::Not(v) => Bit::Is(v),
         }
     }
 
@@ -114,6 +114,19 @@ impl Bit {
                 Bit::and(aux, b, c);
                 majority
             }
+        }
+    }
+}
+
+/// Its negation (allocates nothing).
+impl Not for Bit {
+    type Output = Bit;
+
+    fn not(self) -> Bit {
+        match self {
+            Bit::Constant(v) => Bit::Constant(!v),
+            Bit::Is(v) => Bit::Not(v),
+            Bit::Not(v) => Bit::Is(v),
         }
     }
 }
@@ -193,8 +206,9 @@ impl Word {
         let mut bits = [Bit::Constant(false); 32];
         for i in 0..allocated {
             let bit = Bit::alloc(aux, sum >> i & 1 == 1);
-            if i < 32 {
-                bits[i] = bit;
+            // The carries beyond 32 are allocated, then dropped.
+            if let Some(slot) = bits.get_mut(i) {
+                *slot = bit;
             }
         }
         Word(bits)

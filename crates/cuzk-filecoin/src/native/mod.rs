@@ -10,6 +10,9 @@
 //! ([`Bit`]) beside each value, not the value alone.
 
 pub mod bits;
+#[cfg(test)]
+mod oracle;
+pub mod poseidon;
 pub mod sha256;
 
 pub use bits::{Aux, Bit, Word};

@@ -103,11 +103,11 @@ pub fn compress(aux: &mut impl Aux, block: &[Bit], state: &[Word; 8]) -> [Word; 
 /// each byte first), padded with constant bits as the gadget pads it;
 /// returns the digest's 256 bits, most significant first.
 pub fn sha256(aux: &mut impl Aux, message: &[Bit]) -> Vec<Bit> {
-    assert!(message.len() % 8 == 0, "SHA-256 takes whole bytes");
+    assert!(message.len().is_multiple_of(8), "SHA-256 takes whole bytes");
     let length = message.len() as u64;
     let mut padded = message.to_vec();
     padded.push(Bit::Constant(true));
-    while (padded.len() + 64) % 512 != 0 {
+    while !(padded.len() + 64).is_multiple_of(512) {
         padded.push(Bit::Constant(false));
     }
     padded.extend((0..64).rev().map(|i| Bit::Constant(length >> i & 1 == 1)));
@@ -124,78 +124,18 @@ pub fn sha256(aux: &mut impl Aux, message: &[Bit]) -> Vec<Bit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::native::oracle::Allocations;
     use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
     use bellperson::gadgets::sha256::{sha256 as sha256_gadget, sha256_compression_function};
     use bellperson::gadgets::uint32::UInt32;
-    use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
-    use blstrs::Scalar;
-    use ff::Field;
+    use cuzk_core::Scalar;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
-
-    /// The oracle's constraint system: keeps the values of the aux
-    /// variables the gadget allocates, in order, and checks every one is 0
-    /// or 1 (these gadgets allocate only bits).
-    #[derive(Default)]
-    struct Allocations {
-        aux: Vec<bool>,
-    }
-
-    impl ConstraintSystem<Scalar> for Allocations {
-        type Root = Self;
-
-        fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-        where
-            F: FnOnce() -> Result<Scalar, SynthesisError>,
-            A: FnOnce() -> AR,
-            AR: Into<String>,
-        {
-            let value = f()?;
-            assert!(
-                value == Scalar::ZERO || value == Scalar::ONE,
-                "a non-bit allocation"
-            );
-            self.aux.push(value == Scalar::ONE);
-            Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
-        }
-
-        fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-        where
-            F: FnOnce() -> Result<Scalar, SynthesisError>,
-            A: FnOnce() -> AR,
-            AR: Into<String>,
-        {
-            unreachable!("SHA-256 allocates no input")
-        }
-
-        fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-        where
-            A: FnOnce() -> AR,
-            AR: Into<String>,
-            LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-            LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-            LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        {
-        }
-
-        fn push_namespace<NR, N>(&mut self, _: N)
-        where
-            NR: Into<String>,
-            N: FnOnce() -> NR,
-        {
-        }
-
-        fn pop_namespace(&mut self) {}
-
-        fn get_root(&mut self) -> &mut Self::Root {
-            self
-        }
-    }
 
     /// Bits of a chosen form, as the gadget's `Boolean`s (allocated in
     /// `cs` as needed) and as ours. Forms: 0 constant, 1 allocated, 2 the
     /// negation of an allocated bit.
-    fn inputs(rng: &mut ChaCha8Rng, forms: &[u8]) -> (Allocations, Vec<Boolean>, Vec<Bit>, Vec<bool>) {
+    fn inputs(rng: &mut ChaCha8Rng, forms: &[u8]) -> (Allocations, Vec<Boolean>, Vec<Bit>, Vec<Scalar>) {
         let mut cs = Allocations::default();
         let (mut gadget, mut native) = (Vec::new(), Vec::new());
         for &form in forms {

@@ -1,0 +1,184 @@
+//! neptune's legacy Poseidon circuit (`neptune::circuit::poseidon_hash`,
+//! what Filecoin's circuits call) as it allocates: the values of its aux
+//! variables in order, from the same constants, without the circuit.
+//!
+//! The circuit's state holds allocated numbers and linear combinations;
+//! only values matter here. It allocates: in the first full round, for
+//! each preimage element (the domain tag's S-box folds into a constant),
+//! `(x + k)^2`, its square, and `x^4 (x + k) + k'`; in every later round,
+//! for each element an S-box touches, the element itself (a linear
+//! combination after the MDS product), `x^2`, `x^4` and `x^5 (+ k)`; and
+//! at the end the result.
+
+use super::bits::Aux;
+use cuzk_core::Scalar;
+use ff::Field;
+use neptune::poseidon::PoseidonConstants;
+use neptune::Arity;
+
+/// The hash of `preimage` (as many elements as the arity), writing the
+/// circuit's aux values to `aux`; the result is the last of them.
+pub fn poseidon_hash<A: Arity<Scalar>>(
+    aux: &mut impl Aux,
+    preimage: &[Scalar],
+    constants: &PoseidonConstants<Scalar, A>,
+) -> Scalar {
+    let width = constants.width();
+    assert_eq!(preimage.len() + 1, width, "the preimage must fill the arity");
+    let keys = &constants.compressed_round_constants;
+    let mut state = Vec::with_capacity(width);
+    state.push(constants.domain_tag);
+    state.extend_from_slice(preimage);
+    let mut offset = 0;
+    let mut round = 0;
+
+    // First full round: keys added before and after each S-box.
+    let (pre, post) = (
+        &keys[offset..offset + width],
+        &keys[offset + width..offset + 2 * width],
+    );
+    offset += 2 * width;
+    state[0] = quintic(state[0] + pre[0]) + post[0];
+    for i in 1..width {
+        let shifted = state[i] + pre[i];
+        let square = shifted.square();
+        aux.element(square);
+        let fourth = square.square();
+        aux.element(fourth);
+        state[i] = fourth * shifted + post[i];
+        aux.element(state[i]);
+    }
+    mds(&mut state, constants, round);
+    round += 1;
+
+    let half = constants.half_full_rounds;
+    for _ in 1..half {
+        let post = &keys[offset..offset + width];
+        offset += width;
+        for (element, &key) in state.iter_mut().zip(post) {
+            *element = s_box(aux, *element, Some(key));
+        }
+        mds(&mut state, constants, round);
+        round += 1;
+    }
+    for _ in 0..constants.partial_rounds {
+        let key = keys[offset];
+        offset += 1;
+        state[0] = s_box(aux, state[0], Some(key));
+        mds(&mut state, constants, round);
+        round += 1;
+    }
+    for _ in 0..half - 1 {
+        let post = &keys[offset..offset + width];
+        offset += width;
+        for (element, &key) in state.iter_mut().zip(post) {
+            *element = s_box(aux, *element, Some(key));
+        }
+        mds(&mut state, constants, round);
+        round += 1;
+    }
+    // Terminal full round: no key after.
+    for element in state.iter_mut() {
+        *element = s_box(aux, *element, None);
+    }
+    mds(&mut state, constants, round);
+    aux.element(state[1]);
+    state[1]
+}
+
+fn quintic(x: Scalar) -> Scalar {
+    x.square().square() * x
+}
+
+/// An S-box of a round after the first: the input made a variable, then
+/// `x^2`, `x^4`, `x^5 + key`.
+fn s_box(aux: &mut impl Aux, x: Scalar, key: Option<Scalar>) -> Scalar {
+    aux.element(x);
+    let square = x.square();
+    aux.element(square);
+    let fourth = square.square();
+    aux.element(fourth);
+    let fifth = fourth * x + key.unwrap_or(Scalar::ZERO);
+    aux.element(fifth);
+    fifth
+}
+
+/// The MDS product of round `round`, with the matrix neptune's circuit
+/// picks for it: the pre-sparse matrix before the partial rounds, the
+/// sparse ones during them, the full matrix otherwise.
+fn mds<A: Arity<Scalar>>(state: &mut Vec<Scalar>, constants: &PoseidonConstants<Scalar, A>, round: usize) {
+    let sparse_offset = constants.half_full_rounds - 1;
+    let dense = |state: &[Scalar], matrix: &Vec<Vec<Scalar>>| -> Vec<Scalar> {
+        (0..state.len())
+            .map(|j| state.iter().zip(matrix).map(|(x, row)| *x * row[j]).sum())
+            .collect()
+    };
+    *state = if round == sparse_offset {
+        dense(state, &constants.pre_sparse_matrix)
+    } else if round > sparse_offset && round < constants.half_full_rounds + constants.partial_rounds {
+        let sparse = &constants.sparse_matrixes[round - sparse_offset - 1];
+        let first: Scalar = state.iter().zip(&sparse.w_hat).map(|(x, w)| *x * w).sum();
+        std::iter::once(first)
+            .chain((1..state.len()).map(|j| state[j] + state[0] * sparse.v_rest[j - 1]))
+            .collect()
+    } else {
+        dense(state, &constants.mds_matrices.m)
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::oracle::Allocations;
+    use bellperson::gadgets::num::AllocatedNum;
+    use neptune::poseidon::Poseidon;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+    use typenum::{U11, U2, U4, U8};
+
+    fn compare<A: Arity<Scalar>>(seed: u64) -> usize {
+        let constants = PoseidonConstants::<Scalar, A>::new();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let preimage: Vec<Scalar> = (0..A::to_usize()).map(|_| Scalar::random(&mut rng)).collect();
+        let mut cs = Allocations::default();
+        let allocated: Vec<AllocatedNum<Scalar>> = preimage
+            .iter()
+            .map(|&x| AllocatedNum::alloc(&mut cs, || Ok(x)).unwrap())
+            .collect();
+        let before = cs.aux.len();
+        let theirs = neptune::circuit::poseidon_hash(&mut cs, allocated, &constants).unwrap();
+        let mut aux: Vec<Scalar> = Vec::new();
+        let ours = poseidon_hash(&mut aux, &preimage, &constants);
+        let gadget = &cs.aux[before..];
+        assert_eq!(
+            aux.len(),
+            gadget.len(),
+            "arity {}: allocation counts differ",
+            A::to_usize()
+        );
+        if let Some(i) = (0..aux.len()).find(|&i| aux[i] != gadget[i]) {
+            panic!(
+                "arity {}, seed {seed}: allocation {i} of {} differs",
+                A::to_usize(),
+                aux.len()
+            );
+        }
+        assert_eq!(Some(ours), theirs.get_value());
+        // And it is the hash neptune computes outside a circuit.
+        assert_eq!(ours, Poseidon::new_with_preimage(&preimage, &constants).hash());
+        aux.len()
+    }
+
+    /// Each arity Filecoin uses, against neptune's legacy circuit on
+    /// random preimages: 505 aux for arity 8 and 598 for arity 11
+    /// (WITNESS.md).
+    #[test]
+    fn native_poseidon_equals_the_legacy_circuit_for_each_arity() {
+        for seed in 0..3 {
+            compare::<U2>(seed);
+            compare::<U4>(seed);
+            assert_eq!(compare::<U8>(seed), 505);
+            assert_eq!(compare::<U11>(seed), 598);
+        }
+    }
+}
