@@ -23,6 +23,7 @@ all_targets=(
   "cuzk-filecoin fuzz_post_vanilla_proofs"
   "cuzk-filecoin fuzz_snap_vanilla_proofs"
   "cuzk-filecoin fuzz_filecoin_circuit_ids"
+  "cuzk-daemon fuzz_unix_socket_header_blocks"
 )
 targets=()
 for t in "${all_targets[@]}"; do
@@ -34,7 +35,7 @@ done
 report=$(mktemp)
 log=$(mktemp)
 trap 'rm -f "$report" "$log"' EXIT
-cargo test --release -p cuzk-core -p cuzk-synthetic -p cuzk-filecoin --test fuzz --no-run
+cargo test --release -p cuzk-core -p cuzk-synthetic -p cuzk-filecoin -p cuzk-daemon --test fuzz --no-run
 
 echo "fuzzing: $iters inputs per target, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')," \
   "$(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"

@@ -118,3 +118,98 @@ pub struct SectorFields {
     /// SnapDeals: new data commitment.
     pub comm_d_new: Vec<u8>,
 }
+
+/// Most characters of one quoted piece of client input that an error
+/// message keeps: enough to recognise the value, too few to carry it back.
+pub const ECHO_CHARS: usize = 32;
+/// Most characters of an error message about client input.
+pub const MESSAGE_CHARS: usize = 400;
+
+/// `message` with every quoted span (`"..."`, as serde quotes a string
+/// value, and `` `...` ``, as it quotes a field or variant name) cut to
+/// [`ECHO_CHARS`] characters, and the whole to [`MESSAGE_CHARS`].
+///
+/// Parsers of untrusted input (serde above all) quote the offending value
+/// whole: a 10 KB string in a request came back in its error, which gRPC
+/// then refused to send as metadata, so the client saw a transport error
+/// instead of INVALID_ARGUMENT. Every error message that may quote a
+/// request goes through this before it leaves the parser's crate.
+pub fn cut_echoes(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(MESSAGE_CHARS * 4 + 16));
+    let mut written = 0usize;
+    let mut chars = message.chars();
+    let mut push = |out: &mut String, c: char| {
+        written += 1;
+        if written <= MESSAGE_CHARS {
+            out.push(c);
+        }
+    };
+    while let Some(c) = chars.next() {
+        push(&mut out, c);
+        if c != '"' && c != '`' {
+            continue;
+        }
+        // Inside a span: keep its first ECHO_CHARS characters, count the rest.
+        let (mut kept, mut cut, mut escaped) = (0usize, 0usize, false);
+        for d in chars.by_ref() {
+            let closing = d == c && !escaped;
+            escaped = c == '"' && d == '\\' && !escaped;
+            if closing {
+                break;
+            }
+            if kept < ECHO_CHARS {
+                push(&mut out, d);
+                kept += 1;
+            } else {
+                cut += 1;
+            }
+        }
+        if cut > 0 {
+            for d in format!("... ({cut} more characters)").chars() {
+                push(&mut out, d);
+            }
+        }
+        push(&mut out, c);
+    }
+    if written > MESSAGE_CHARS {
+        out.push_str("... (message cut)");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_quoted_input_is_cut_and_the_rest_kept() {
+        let junk = "A".repeat(10_000);
+        let serde = format!("invalid type: string \"{junk}\", expected usize at line 1 column 10017");
+        let cut = cut_echoes(&serde);
+        assert!(cut.len() < 150, "{cut}");
+        assert!(cut.starts_with(&format!("invalid type: string \"{}...", "A".repeat(ECHO_CHARS))));
+        assert!(
+            cut.ends_with("more characters)\", expected usize at line 1 column 10017"),
+            "{cut}"
+        );
+
+        let field = format!("unknown field `{junk}`, expected one of `constraints`, `partitions`");
+        let cut = cut_echoes(&field);
+        assert!(
+            cut.len() < 150 && cut.ends_with("`constraints`, `partitions`"),
+            "{cut}"
+        );
+
+        // Escaped quotes stay inside their span; short messages are unchanged.
+        let escaped = r#"string "a\"b", expected u64"#;
+        assert_eq!(cut_echoes(escaped), escaped);
+        assert_eq!(
+            cut_echoes("partitions must be 1..=64, got 0"),
+            "partitions must be 1..=64, got 0"
+        );
+        // An unclosed span and a long unquoted message are cut too.
+        assert!(cut_echoes(&format!("EOF while parsing \"{junk}")).len() < 100);
+        let long = cut_echoes(&"x".repeat(5_000));
+        assert!(long.len() < MESSAGE_CHARS + 32 && long.ends_with("(message cut)"));
+    }
+}

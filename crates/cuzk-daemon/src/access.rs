@@ -161,18 +161,92 @@ pub fn protect_http(router: axum::Router, token: Option<Token>) -> axum::Router 
     }
 }
 
-/// Reads the `[daemon.tls]` files into tonic's server configuration.
-pub fn server_tls(tls: &TlsSection) -> anyhow::Result<ServerTlsConfig> {
-    let read = |path: &Path, what: &str| {
-        std::fs::read(path).with_context(|| format!("reading [daemon.tls] {what} {}", path.display()))
-    };
-    let cert = read(&tls.cert, "cert")?;
-    let key = read(&tls.key, "key")?;
-    warn_if_readable_by_others(&tls.key, "the TLS key");
-    let mut config = ServerTlsConfig::new().identity(Identity::from_pem(cert, key));
-    if let Some(ca) = &tls.client_ca {
-        config = config.client_ca_root(Certificate::from_pem(read(ca, "client_ca")?));
+/// A `[daemon.tls]` file, by its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TlsFile {
+    Cert,
+    Key,
+    ClientCa,
+}
+
+impl TlsFile {
+    fn key(self) -> &'static str {
+        match self {
+            TlsFile::Cert => "cert",
+            TlsFile::Key => "key",
+            TlsFile::ClientCa => "client_ca",
+        }
     }
+}
+
+fn read_tls_file(path: &Path, file: TlsFile) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading [daemon.tls] {} {}", file.key(), path.display()))
+}
+
+/// Checks that a `[daemon.tls]` file holds what its key needs (PEM
+/// certificates, or one PEM private key). rustls, handed all three files at
+/// once, says only "Error parsing TLS certificate" or "no RSA or
+/// PKCS8-encoded keys found", whichever file it was; this names the file.
+fn check_tls_file(path: &Path, file: TlsFile, bytes: &[u8]) -> anyhow::Result<()> {
+    use rustls_pki_types::pem::{self, PemObject};
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let problem = match file {
+        TlsFile::Key => match PrivateKeyDer::from_pem_slice(bytes) {
+            Ok(_) => return Ok(()),
+            Err(pem::Error::NoItemsFound) => "holds no PEM private key (PKCS#8, PKCS#1 or SEC1)".to_string(),
+            Err(e) => format!("is not a valid PEM private key: {e}"),
+        },
+        TlsFile::Cert | TlsFile::ClientCa => {
+            match CertificateDer::pem_slice_iter(bytes).collect::<Result<Vec<_>, _>>() {
+                Ok(certs) if certs.is_empty() => {
+                    "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".to_string()
+                }
+                Ok(_) => return Ok(()),
+                Err(e) => format!("is not valid PEM: {e}"),
+            }
+        }
+    };
+    bail!("[daemon.tls] {} {} {problem}", file.key(), path.display())
+}
+
+/// Reads the `[daemon.tls]` files into tonic's server configuration, and
+/// has rustls load them now (not at the first connection): an error names
+/// the file, or the files, at fault.
+pub fn server_tls(tls: &TlsSection) -> anyhow::Result<ServerTlsConfig> {
+    let cert = read_tls_file(&tls.cert, TlsFile::Cert)?;
+    let key = read_tls_file(&tls.key, TlsFile::Key)?;
+    let ca = match &tls.client_ca {
+        Some(path) => Some((path, read_tls_file(path, TlsFile::ClientCa)?)),
+        None => None,
+    };
+    warn_if_readable_by_others(&tls.key, "the TLS key");
+    check_tls_file(&tls.cert, TlsFile::Cert, &cert)?;
+    check_tls_file(&tls.key, TlsFile::Key, &key)?;
+    if let Some((path, ca)) = &ca {
+        check_tls_file(path, TlsFile::ClientCa, ca)?;
+    }
+    let config = ServerTlsConfig::new().identity(Identity::from_pem(cert, key));
+    tonic::transport::Server::builder()
+        .tls_config(config.clone())
+        .with_context(|| {
+            format!(
+                "[daemon.tls] cert {} and key {} are not a usable certificate chain and its key",
+                tls.cert.display(),
+                tls.key.display()
+            )
+        })?;
+    let Some((path, ca)) = ca else {
+        return Ok(config);
+    };
+    let config = config.client_ca_root(Certificate::from_pem(ca));
+    tonic::transport::Server::builder()
+        .tls_config(config.clone())
+        .with_context(|| {
+            format!(
+                "[daemon.tls] client_ca {} holds no usable CA certificate",
+                path.display()
+            )
+        })?;
     Ok(config)
 }
 
@@ -293,6 +367,65 @@ mod tests {
         daemon.auth_token_file = Some(dir.path().join("missing"));
         let error = format!("{:#}", load_token(&daemon, None).unwrap_err());
         assert!(error.contains("auth_token_file"), "{error}");
+    }
+
+    /// Regression (issue 34, item 7): a file rustls could not parse was
+    /// reported without its name ("loading [daemon.tls] cert and key: Error
+    /// parsing TLS certificate"), whichever of the three it was.
+    #[test]
+    fn a_bad_tls_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        let write = |name: &str, text: &str| std::fs::write(path(name), text).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        write("cert.pem", &cert.pem());
+        write("key.pem", &key.serialize_pem());
+        write("other.key", &rcgen::KeyPair::generate().unwrap().serialize_pem());
+        write("garbage.pem", "hello");
+        write("broken.pem", "-----BEGIN CERTIFICATE-----\nAAAA\n");
+        let section = |cert: &str, key: &str, ca: Option<&str>| TlsSection {
+            cert: path(cert),
+            key: path(key),
+            client_ca: ca.map(path),
+        };
+        let error = |tls: TlsSection| format!("{:#}", server_tls(&tls).unwrap_err());
+
+        assert!(server_tls(&section("cert.pem", "key.pem", Some("cert.pem"))).is_ok());
+        for (tls, names) in [
+            (section("garbage.pem", "key.pem", None), "[daemon.tls] cert "),
+            (section("broken.pem", "key.pem", None), "[daemon.tls] cert "),
+            (section("cert.pem", "garbage.pem", None), "[daemon.tls] key "),
+            (section("cert.pem", "cert.pem", None), "[daemon.tls] key "),
+            (
+                section("cert.pem", "key.pem", Some("garbage.pem")),
+                "[daemon.tls] client_ca ",
+            ),
+            (
+                section("cert.pem", "key.pem", Some("key.pem")),
+                "[daemon.tls] client_ca ",
+            ),
+        ] {
+            let bad = if names.ends_with("cert ") {
+                &tls.cert
+            } else if names.ends_with("key ") {
+                &tls.key
+            } else {
+                tls.client_ca.as_ref().unwrap()
+            };
+            let named = format!("{names}{}", bad.display());
+            let message = error(tls.clone());
+            assert!(message.contains(&named), "{message:?} does not name {named:?}");
+        }
+        // A key that is not the certificate's: both files are named.
+        let message = error(section("cert.pem", "other.key", None));
+        assert!(
+            message.contains("cert.pem") && message.contains("other.key"),
+            "{message}"
+        );
     }
 
     #[test]

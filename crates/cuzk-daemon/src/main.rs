@@ -34,6 +34,25 @@ struct Cli {
     auth_token_file: Option<PathBuf>,
 }
 
+/// The log filter: `[logging] level`, with the targets that log a
+/// client's bad vanilla proofs at ERROR, once a failing challenge, turned
+/// off (`cuzk_filecoin::validate::CLIENT_INPUT_LOG_TARGETS`; the plan
+/// refuses such a request with one warning of its own), unless the level
+/// names them.
+fn log_filter(level: &str) -> String {
+    let mut filter = level.trim().to_string();
+    for target in cuzk_filecoin::validate::CLIENT_INPUT_LOG_TARGETS {
+        if !level.contains(target) {
+            if !filter.is_empty() {
+                filter.push(',');
+            }
+            filter.push_str(target);
+            filter.push_str("=off");
+        }
+    }
+    filter
+}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let mut config = match &cli.config {
@@ -64,7 +83,7 @@ fn main() -> anyhow::Result<()> {
     config.srs.param_cache = Some(param_dir);
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_new(&config.logging.level)
+            tracing_subscriber::EnvFilter::try_new(log_filter(&config.logging.level))
                 .with_context(|| format!("invalid log level {:?}", config.logging.level))?,
         )
         .with_writer(std::io::stderr)
@@ -93,4 +112,26 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?
         .block_on(cuzk_daemon::server::serve(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_filter;
+
+    #[test]
+    fn client_input_targets_are_off_unless_the_level_names_them() {
+        let filter = log_filter("info");
+        assert!(filter.starts_with("info,"), "{filter}");
+        assert!(
+            filter.contains("storage_proofs_post::fallback::vanilla=off"),
+            "{filter}"
+        );
+        assert!(tracing_subscriber::EnvFilter::try_new(&filter).is_ok());
+        let own = log_filter("info,storage_proofs_post::fallback::vanilla=debug");
+        assert!(
+            !own.contains("storage_proofs_post::fallback::vanilla=off"),
+            "{own}"
+        );
+        assert!(tracing_subscriber::EnvFilter::try_new(log_filter("")).is_ok());
+    }
 }

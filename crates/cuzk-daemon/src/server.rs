@@ -18,6 +18,13 @@ use tokio_stream::StreamExt;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Server, ServerTlsConfig};
 
+/// How long, at least, results of jobs that ended during shutdown stay
+/// collectable after the engine has stopped (unless all are collected
+/// sooner): long enough for a client that polls AwaitProof to come back,
+/// short enough to fit between the grace period and systemd's
+/// `TimeoutStopSec` (deploy/systemd allows 30 s more than the grace).
+const COLLECT_WINDOW: Duration = Duration::from_secs(10);
+
 /// Resolves on SIGINT or SIGTERM.
 async fn termination_signal() {
     use tokio::signal::unix::{signal, SignalKind};
@@ -67,13 +74,8 @@ fn access_config(config: &Config) -> anyhow::Result<(Listen, Option<Token>)> {
             Listen::Unix { path, mode }
         }
         None => {
+            // Loaded now, not at the first connection.
             let tls = daemon.tls.as_ref().map(access::server_tls).transpose()?;
-            if let Some(tls) = &tls {
-                // Parses the certificate and key now, not at the first connection.
-                Server::builder()
-                    .tls_config(tls.clone())
-                    .context("loading [daemon.tls] cert and key")?;
-            }
             Listen::Tcp {
                 addr: daemon.listen.clone(),
                 tls,
@@ -86,7 +88,8 @@ fn access_config(config: &Config) -> anyhow::Result<(Listen, Option<Token>)> {
 /// Runs the daemon until a termination signal, then shuts down cleanly:
 /// new submissions are refused, jobs in flight get `shutdown_grace_secs` to
 /// finish (clients can still await them), the rest are cancelled, and only
-/// then does the gRPC server stop.
+/// once every result of a job that ended during shutdown has been
+/// collected (or a short collect window has passed) does the gRPC server stop.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let (listen, token) = access_config(&config)?;
     let param_dir = config.param_dir();
@@ -164,10 +167,15 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             }
-            // Results of jobs that ended during shutdown stay collectable
-            // until every one has been awaited or the grace period ends.
+            // Results of jobs that ended during shutdown (completed, or
+            // cancelled at the end of the grace period) stay collectable
+            // until every one has been awaited, or the grace period and at
+            // least COLLECT_WINDOW after the engine stopped have passed.
+            // Without the window, jobs cancelled at the end of the grace
+            // period had none: the deadline had passed when the engine
+            // returned, and the server stopped milliseconds later.
             if had_work {
-                let deadline = began + grace;
+                let deadline = (began + grace).max(std::time::Instant::now() + COLLECT_WINDOW);
                 while std::time::Instant::now() < deadline && engine.uncollected_since(began) > 0 {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }

@@ -21,6 +21,11 @@
 //!   and tonic send on Unix sockets), and re-encodes the block for h2 with
 //!   literals only (so h2's own dynamic table stays empty and in step). All
 //!   other frames pass through unchanged.
+//! - The rewriter runs before the token check, on whatever any local user
+//!   sends. A block is checked (`check_block`) before fluke-hpack decodes
+//!   it, since fluke-hpack panics on some malformed blocks; a connection
+//!   that breaks the protocol is closed with one warning naming the
+//!   client's pid and uid (`tests/fuzz.rs` fuzzes this path).
 
 use anyhow::{bail, Context};
 use std::borrow::Cow;
@@ -171,6 +176,9 @@ const MAX_BLOCK: usize = 1 << 20;
 const MAX_DECODED: usize = 1 << 20;
 /// The HPACK table size h2 advertises (it keeps the protocol default).
 const TABLE_SIZE: usize = 4096;
+/// Longest HPACK integer accepted, in octets with its prefix: fluke-hpack's
+/// own limit (a longer one is an error there), which keeps values below 2^29.
+const MAX_INTEGER_OCTETS: usize = 5;
 
 enum State {
     /// Passing the client preface through; bytes still to pass.
@@ -258,6 +266,71 @@ fn encode_literal(name: &[u8], value: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(name);
     encode_integer(value.len(), 7, 0, out);
     out.extend_from_slice(value);
+}
+
+/// The HPACK integer with a `prefix`-bit prefix at the start of `buf`, and
+/// its length in octets; `None` when it is cut off or longer than
+/// [`MAX_INTEGER_OCTETS`].
+fn decode_integer(buf: &[u8], prefix: u8) -> Option<(usize, usize)> {
+    let max = (1usize << prefix) - 1;
+    let value = usize::from(*buf.first()?) & max;
+    if value < max {
+        return Some((value, 1));
+    }
+    let mut value = value;
+    for (i, &octet) in buf.iter().enumerate().skip(1).take(MAX_INTEGER_OCTETS - 1) {
+        value += usize::from(octet & 0x7f) << (7 * (i - 1));
+        if octet & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// Checks that `block` is a sequence of whole HPACK representations (RFC
+/// 7541, section 6): every integer complete and at most
+/// [`MAX_INTEGER_OCTETS`] long, every string inside the block, and dynamic
+/// table size updates only before the first field (section 4.2).
+///
+/// fluke-hpack's decoder panics on a size update whose integer is cut off
+/// or too long (it unwraps the integer's decoding); its other paths return
+/// errors. A block that passes this check reaches only those, so a
+/// malformed block is an error, never a panic (one client made 5,000
+/// panics and 10.9 MB of log in 1.9 s; issue 34, item 6).
+fn check_block(block: &[u8]) -> Result<(), &'static str> {
+    const CUT: &str = "an HPACK integer is cut off or too long";
+    let mut rest = block;
+    let mut fields = false;
+    while let Some(&first) = rest.first() {
+        // (prefix bits, strings after the integer: a literal's name when
+        // the index is 0, and its value)
+        let (prefix, literal) = if first & 0x80 != 0 {
+            (7, false)
+        } else if first & 0x40 != 0 {
+            (6, true)
+        } else if first & 0x20 != 0 {
+            if fields {
+                return Err("an HPACK dynamic table size update after a header field");
+            }
+            (5, false)
+        } else {
+            (4, true)
+        };
+        fields |= first & 0xe0 != 0x20;
+        let (index, mut len) = decode_integer(rest, prefix).ok_or(CUT)?;
+        if literal {
+            for _ in 0..if index == 0 { 2 } else { 1 } {
+                let (n, l) = decode_integer(&rest[len..], 7).ok_or(CUT)?;
+                len += l;
+                if n > rest.len() - len {
+                    return Err("an HPACK string runs past the end of its header block");
+                }
+                len += n;
+            }
+        }
+        rest = &rest[len..];
+    }
+    Ok(())
 }
 
 fn frame_header(len: usize, kind: u8, flags: u8, stream: u32, out: &mut Vec<u8>) {
@@ -410,6 +483,7 @@ impl AuthorityFix {
     /// Decodes a complete header block and writes it back as literals, with
     /// an unparsable `:authority` replaced.
     fn emit(&mut self, block: Block, out: &mut Vec<u8>) -> io::Result<()> {
+        check_block(&block.fragment).map_err(protocol_error)?;
         let mut encoded = Vec::with_capacity(block.fragment.len() + 64);
         let mut decoded = 0usize;
         self.decoder
@@ -515,7 +589,21 @@ impl AsyncRead for FixedStream {
                 this.eof = true;
                 continue;
             }
-            this.fix.push(buf.filled(), &mut this.out)?;
+            if let Err(e) = this.fix.push(buf.filled(), &mut this.out) {
+                // tonic logs a broken connection at debug level only; this
+                // is the one line an operator sees, naming the client.
+                let peer = this.inner.peer_cred().ok();
+                tracing::warn!(
+                    pid = peer.and_then(|p| p.pid()),
+                    uid = peer.map(|p| p.uid()),
+                    error = %e,
+                    "closing a Unix-socket connection that broke the HTTP/2 protocol"
+                );
+                this.eof = true;
+                this.out.clear();
+                this.out_pos = 0;
+                return Poll::Ready(Err(e));
+            }
         }
     }
 }
@@ -723,6 +811,36 @@ mod tests {
         let mut input = PREFACE.to_vec();
         input.extend(frame(HEADERS, END_HEADERS, 1, &[0xff, 0xff])); // index out of range
         assert!(fix.push(&input, &mut Vec::new()).is_err());
+    }
+
+    /// Regression (issue 34, item 6): fluke-hpack unwrapped the integer of
+    /// a dynamic table size update, so a cut-off or over-long one panicked
+    /// the connection's task, before the token check.
+    #[test]
+    fn malformed_hpack_blocks_are_errors_not_panics() {
+        let blocks: [&[u8]; 9] = [
+            &[0x3f],                               // size update, integer cut off
+            &[0x3f, 0xff],                         // ... after a continuation octet
+            &[0x3f, 0xff, 0xff, 0xff, 0xff, 0x0f], // ... six octets long
+            &[0x82, 0x20],                         // size update after a field
+            &[0xff, 0x80],                         // index, integer cut off
+            &[0x00, 0x05, b'a'],                   // name runs past the block
+            &[0x40, 0x01, b'a', 0x7f],             // value length cut off
+            &[0x44],                               // value missing
+            &[0x10, 0x81],                         // Huffman name runs past the block
+        ];
+        for block in blocks {
+            assert!(check_block(block).is_err(), "{block:02x?}");
+            let mut input = PREFACE.to_vec();
+            input.extend(frame(HEADERS, END_HEADERS, 1, block));
+            let pushed = std::panic::catch_unwind(|| AuthorityFix::default().push(&input, &mut Vec::new()));
+            assert!(matches!(pushed, Ok(Err(_))), "{block:02x?}");
+        }
+        // Size updates at the start, and integers of the longest length, pass.
+        assert!(check_block(&[0x20, 0x3f, 0xe1, 0x1f, 0x82]).is_ok());
+        assert!(check_block(&[0xff, 0x80, 0x80, 0x80, 0x01]).is_ok());
+        assert!(check_block(&[0xff, 0x80, 0x80, 0x80, 0x80, 0x01]).is_err());
+        assert!(check_block(&[]).is_ok());
     }
 
     #[test]

@@ -2,22 +2,27 @@
 //! results, status and errors out. The one place wire enum numbers are
 //! known; the service and the bench's embedded engine both use it.
 
+use cuzk_core::request::cut_echoes;
 use cuzk_core::{Priority, ProofKind, ProofRequest, SectorFields};
 use cuzk_engine::{EngineError, JobResult, JobStatus, Tier};
 use cuzk_proto::v1 as pb;
 use std::time::Duration;
 use tonic::Status;
 
-/// An engine error as a gRPC status.
+/// An engine error as a gRPC status. Messages may quote the request (a job
+/// id, a circuit id, a parser's echo of a value); they travel as metadata,
+/// which has a size limit, so every echo is cut here, whatever the source
+/// did already.
 pub fn to_status(error: EngineError) -> Status {
+    let cut = |m: String| cut_echoes(&m);
     match error {
-        EngineError::InvalidArgument(m) => Status::invalid_argument(m),
-        EngineError::Unsupported(m) => Status::unimplemented(m),
-        EngineError::NotFound(id) => Status::not_found(format!("no job with id {id}")),
+        EngineError::InvalidArgument(m) => Status::invalid_argument(cut(m)),
+        EngineError::Unsupported(m) => Status::unimplemented(cut(m)),
+        EngineError::NotFound(id) => Status::not_found(cut(format!("no job with id {id:?}"))),
         EngineError::ShuttingDown => Status::unavailable("the daemon is shutting down"),
-        EngineError::ResourceExhausted(m) => Status::resource_exhausted(m),
-        EngineError::Srs(m) => Status::failed_precondition(m),
-        EngineError::Internal(m) => Status::internal(m),
+        EngineError::ResourceExhausted(m) => Status::resource_exhausted(cut(m)),
+        EngineError::Srs(m) => Status::failed_precondition(cut(m)),
+        EngineError::Internal(m) => Status::internal(cut(m)),
     }
 }
 

@@ -309,6 +309,69 @@ async fn grpc_core_authorities_on_the_unix_socket_get_a_real_status() {
     }
 }
 
+/// Regression (issue 34, item 6): a header block with a cut-off HPACK
+/// integer panicked the socket's header rewriter (fluke-hpack's decoder)
+/// before the token check; one client made 5,000 panics and 10.9 MB of log
+/// in 1.9 s. Such a connection is closed with one warning, no panic, and
+/// the daemon keeps serving, the token still guarding it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_header_block_on_the_unix_socket_closes_that_connection_only() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("cuzk.sock");
+    let listen = format!("unix://{}", socket.display());
+    let daemon = Proc::start(dir.path(), &listen, "", "022", &[("CUZK_AUTH_TOKEN", TOKEN)]);
+    let _ = common::connect(&listen).await;
+
+    // A dynamic table size update whose integer is cut off, then one that
+    // runs past fluke-hpack's five octets.
+    const CONNECTIONS: usize = 20;
+    for i in 0..CONNECTIONS {
+        let block: &[u8] = if i % 2 == 0 {
+            &[0x3f]
+        } else {
+            &[0x3f, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x82]
+        };
+        let mut stream = tokio::net::UnixStream::connect(&socket).await.unwrap();
+        let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        out.extend(frame(0x4, 0, 0, &[])); // SETTINGS
+        out.extend(frame(0x1, 0x5, 1, block)); // HEADERS, END_HEADERS | END_STREAM
+        stream.write_all(&out).await.unwrap();
+        // The daemon closes the connection (after its own SETTINGS, maybe).
+        let mut sink = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut sink)).await;
+        assert!(closed.is_ok(), "the connection stayed open");
+    }
+
+    // Still serving on the socket, and still asking for the token.
+    let socket_address = format!("unix://{}", socket.display());
+    let mut client = client_with(
+        &socket_address,
+        &ClientOptions {
+            token: Some(TOKEN.into()),
+            ..ClientOptions::default()
+        },
+    )
+    .await;
+    assert!(client.get_status(pb::GetStatusRequest {}).await.is_ok());
+    let mut tokenless = client_with(&socket_address, &ClientOptions::default()).await;
+    assert_eq!(
+        tokenless
+            .get_status(pb::GetStatusRequest {})
+            .await
+            .unwrap_err()
+            .code(),
+        Code::Unauthenticated
+    );
+    let log = daemon.log();
+    assert!(!log.contains("panicked"), "{log}");
+    let warnings = log
+        .lines()
+        .filter(|l| l.contains("broke the HTTP/2 protocol"))
+        .count();
+    assert_eq!(warnings, CONNECTIONS, "{log}");
+}
+
 const TOKEN: &str = "0123456789abcdef-test-token-fedcba9876543210";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -639,5 +702,12 @@ fn bad_tls_files_stop_the_daemon_at_start_with_a_clear_error() {
     );
     assert!(!daemon.exit_status().success());
     let log = daemon.log();
-    assert!(log.contains("loading [daemon.tls] cert and key"), "{log}");
+    // The file at fault is named (issue 34, item 7).
+    assert!(
+        log.contains(&format!(
+            "[daemon.tls] cert {}/not-a-cert.pem",
+            dir.path().display()
+        )),
+        "{log}"
+    );
 }

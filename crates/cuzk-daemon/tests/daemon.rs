@@ -532,6 +532,130 @@ async fn a_job_finished_during_shutdown_can_still_be_awaited() {
     );
 }
 
+/// Regression (issue 34, item 4): jobs cancelled at the end of the grace
+/// period could not be collected by a client that was not already waiting
+/// (310 of 600 late awaits got UNAVAILABLE): the collect loop's deadline,
+/// the end of the grace period, had passed when the engine returned, so the
+/// server stopped milliseconds later. Their results stay collectable, and
+/// the daemon exits as soon as all have been.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_cancelled_at_the_end_of_shutdown_can_still_be_awaited() {
+    // No grace: every job still in flight is cancelled at once.
+    let mut daemon = Daemon::start(
+        Listen::Tcp,
+        "[daemon]\nshutdown_grace_secs = 0\n[synthesis]\npartition_workers = 1\n",
+    );
+    let mut client = daemon.client();
+    let mut jobs = Vec::new();
+    for seed in 0..4 {
+        jobs.push(submit(&mut client, &spec(1 << 13, 2, 60 + seed), pb::Priority::Normal).await);
+    }
+    daemon.signal("TERM");
+    let log_says = |daemon: &Daemon| daemon.log().contains("every accepted job has a final status");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !log_says(&daemon) {
+        assert!(std::time::Instant::now() < deadline, "the engine never stopped");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Nobody was waiting; a client comes to collect a moment later.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut cancelled = 0;
+    for job in &jobs {
+        let response = client
+            .await_proof(pb::AwaitProofRequest {
+                job_id: job.clone(),
+                timeout_ms: 0,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("awaiting {job} after the engine stopped: {e:?}"))
+            .into_inner();
+        match Status::try_from(response.status).unwrap() {
+            Status::Completed => {}
+            Status::Cancelled => {
+                cancelled += 1;
+                assert!(
+                    response.error_message.contains("shutting down"),
+                    "{}",
+                    response.error_message
+                );
+            }
+            other => panic!("job {job} left as {other:?}"),
+        }
+    }
+    assert!(cancelled > 0, "no job was still in flight at SIGTERM");
+    // All collected: the daemon exits without waiting out its collect window.
+    let collected = std::time::Instant::now();
+    let exit = daemon.child.wait().unwrap();
+    assert!(exit.success(), "daemon exited with {exit}");
+    assert!(
+        collected.elapsed() < Duration::from_secs(5),
+        "exited only after {:?}",
+        collected.elapsed()
+    );
+}
+
+/// Regression (issue 34, item 7): serde quoted a malformed value whole, so
+/// a 10 KB string in a synthetic spec came back in the error, too large for
+/// gRPC's metadata: the client saw a transport error instead of
+/// INVALID_ARGUMENT. Client input is echoed a few dozen characters at most,
+/// in every error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_junk_in_a_request_is_refused_with_a_short_message() {
+    let daemon = Daemon::start(Listen::Tcp, "");
+    let mut client = daemon.client();
+    let junk = "A".repeat(10_000);
+    let short = |status: &tonic::Status| {
+        assert!(
+            status.message().len() < 300 && !status.message().contains(&"A".repeat(100)),
+            "{} bytes: {:.300}",
+            status.message().len(),
+            status.message()
+        );
+    };
+    for spec in [
+        format!(r#"{{"constraints": "{junk}", "partitions": 1}}"#),
+        format!(r#"{{"{junk}": 1}}"#),
+        format!(r#"{{"witness": "{junk}"}}"#),
+    ] {
+        let mut request = submit_request(
+            &SyntheticSpec::default(),
+            pb::ProofKind::PorepSealCommit,
+            pb::Priority::Normal,
+        );
+        request.vanilla_proof = spec.into_bytes();
+        let status = client.submit_proof(request).await.unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{:.300}", status.message());
+        assert!(
+            status.message().contains("synthetic spec"),
+            "{:.300}",
+            status.message()
+        );
+        short(&status);
+    }
+    let status = client
+        .await_proof(pb::AwaitProofRequest {
+            job_id: junk.clone(),
+            timeout_ms: 1,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::NotFound, "{:.300}", status.message());
+    short(&status);
+    let status = client
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: junk.clone(),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        !matches!(status.code(), Code::Internal | Code::Unknown),
+        "{:?}: {:.300}",
+        status.code(),
+        status.message()
+    );
+    short(&status);
+}
+
 /// Sends raw bytes as a request message, whatever they decode to.
 #[derive(Debug, Clone, Default)]
 struct RawCodec;

@@ -336,4 +336,13 @@ async fn malformed_filecoin_requests_are_invalid_arguments() {
         .into_inner();
     assert_eq!(status.total_proofs_failed, 0);
     assert_eq!(status.total_proofs_completed, 0);
+    // A client's bad input is its error, not the daemon's: nothing at
+    // ERROR (storage-proofs logged one line a failing challenge), and one
+    // warning for the PoSt whose vanilla proofs do not hold (issue 34,
+    // item 7).
+    let log = daemon.log();
+    let errors: Vec<&str> = log.lines().filter(|l| l.contains(" ERROR ")).collect();
+    assert!(errors.is_empty(), "{} lines at ERROR: {errors:#?}", errors.len());
+    let refusals = log.lines().filter(|l| l.contains("PoSt request refused")).count();
+    assert_eq!(refusals, 1, "{log}");
 }

@@ -16,6 +16,7 @@
 use crate::registry::{lookup, sector_size_name, POST_PROOFS, SEAL_PROOFS, UPDATE_PROOFS};
 use crate::FilecoinError;
 use base64::Engine as _;
+use cuzk_core::request::cut_echoes;
 use cuzk_core::{ProofKind, ProofRequest, SectorFields};
 use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
@@ -24,8 +25,10 @@ use std::fmt::Display;
 use storage_proofs_core::parameter_cache::VERSION;
 use storage_proofs_core::sector::SectorId;
 
+/// A refusal of the request; the message may quote the request (serde
+/// quotes a malformed value whole), so its echoes are cut.
 fn invalid(message: String) -> FilecoinError {
-    FilecoinError::InvalidArgument(message)
+    FilecoinError::InvalidArgument(cut_echoes(&message))
 }
 
 /// The prover id filecoin-proofs takes: the miner actor id as a

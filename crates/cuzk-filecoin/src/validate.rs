@@ -39,6 +39,19 @@ use storage_proofs_core::merkle::MerkleProofTrait;
 /// the guard caught it).
 pub const PANIC_MARK: &str = "filecoin-proofs panicked";
 
+/// The log targets (module paths) of the Filecoin crates that report a
+/// client's vanilla proofs that do not hold at ERROR, once for every
+/// failing challenge (23,490 lines for one bad 32 GiB WindowPoSt
+/// partition): storage-proofs' PoSt verifier, and the PoRep one's count
+/// check. Nothing else logs under them in a daemon, which proves from
+/// vanilla proofs and never makes them. A bad input is the client's error,
+/// and the plans refuse it with one warning of their own, so a daemon turns
+/// these targets off (issue 34, item 7).
+pub const CLIENT_INPUT_LOG_TARGETS: &[&str] = &[
+    "storage_proofs_post::fallback::vanilla",
+    "storage_proofs_porep::stacked::vanilla::proof_scheme",
+];
+
 fn invalid(message: String) -> FilecoinError {
     FilecoinError::InvalidArgument(message)
 }

@@ -1,5 +1,6 @@
 //! A synthetic request's shape, from its `vanilla_proof` as JSON.
 
+use cuzk_core::request::cut_echoes;
 use cuzk_core::{PlanError, SyntheticCircuit};
 use serde::{Deserialize, Serialize};
 
@@ -58,8 +59,9 @@ impl SyntheticSpec {
         let spec: SyntheticSpec = if bytes.is_empty() {
             SyntheticSpec::default()
         } else {
-            serde_json::from_slice(bytes)
-                .map_err(|e| PlanError::InvalidArgument(format!("synthetic spec in vanilla_proof: {e}")))?
+            serde_json::from_slice(bytes).map_err(|e| {
+                PlanError::InvalidArgument(cut_echoes(&format!("synthetic spec in vanilla_proof: {e}")))
+            })?
         };
         spec.check()?;
         Ok(spec)
@@ -104,6 +106,32 @@ impl Default for SyntheticSpec {
             seed: 1,
             witness: WitnessSource::Circuit,
             shape_seed: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (issue 34, item 7): serde's error quoted the whole value.
+    #[test]
+    fn a_long_junk_value_is_refused_with_a_short_message() {
+        let junk = "A".repeat(10_000);
+        for json in [
+            format!(r#"{{"constraints": "{junk}"}}"#),
+            format!(r#"{{"{junk}": 1}}"#),
+            format!(r#"{{"witness": "{junk}"}}"#),
+        ] {
+            let Err(PlanError::InvalidArgument(message)) = SyntheticSpec::from_vanilla_proof(json.as_bytes())
+            else {
+                panic!("accepted");
+            };
+            assert!(message.len() < 300, "{} bytes: {message:.300}", message.len());
+            assert!(
+                message.starts_with("synthetic spec in vanilla_proof: "),
+                "{message}"
+            );
         }
     }
 }

@@ -5,6 +5,7 @@ use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, TreeDom
 use crate::request::PostInput;
 use crate::validate::{self, guard};
 use crate::FilecoinError;
+use cuzk_core::request::cut_echoes;
 use cuzk_core::Scalar;
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
@@ -81,9 +82,9 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
             .enumerate()
             .map(|(i, bytes)| {
                 bincode::deserialize(bytes).map_err(|e| {
-                    invalid(format!(
+                    invalid(cut_echoes(&format!(
                         "vanilla_proofs[{i}] is not a bincode FallbackPoStSectorProof: {e}"
-                    ))
+                    )))
                 })
             })
             .collect::<Result<_, _>>()?;
@@ -161,10 +162,10 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
                 let mut partitioned = match laid_out {
                     Some(Ok(partitioned)) => partitioned,
                     Some(Err(e)) => {
-                        unverifiable = Some(
-                            options
-                                .unverifiable(format!("vanilla proofs do not match the challenges: {e:#}"))?,
-                        );
+                        unverifiable = Some(refuse_or_keep(
+                            options,
+                            format!("vanilla proofs do not match the challenges: {e:#}"),
+                        )?);
                         own()
                     }
                     None => own(),
@@ -230,10 +231,13 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
                 let partition = match laid_out {
                     Some(Ok(partition)) => partition,
                     Some(Err(e)) => {
-                        unverifiable = Some(options.unverifiable(format!(
-                            "vanilla proofs do not match partition {}'s challenges: {e:#}",
-                            input.partition_index
-                        ))?);
+                        unverifiable = Some(refuse_or_keep(
+                            options,
+                            format!(
+                                "vanilla proofs do not match partition {}'s challenges: {e:#}",
+                                input.partition_index
+                            ),
+                        )?);
                         own()
                     }
                     None => own(),
@@ -265,10 +269,13 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
                 .unwrap_or(false))
             })?;
         if !answers {
-            unverifiable = Some(options.unverifiable(format!(
-                "the vanilla proofs do not answer partition {k}'s challenges \
+            unverifiable = Some(refuse_or_keep(
+                options,
+                format!(
+                    "the vanilla proofs do not answer partition {k}'s challenges \
                  (wrong partition_index, randomness, miner_id or sectors?)"
-            ))?);
+                ),
+            )?);
         }
         Ok(Self {
             input,
@@ -281,6 +288,19 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
             unverifiable,
         })
     }
+}
+
+/// [`PlanOptions::unverifiable`] for vanilla proofs that do not hold, with
+/// one warning when the request is refused: storage-proofs' own errors
+/// about them (one a failing challenge) are turned off in the daemon
+/// ([`validate::CLIENT_INPUT_LOG_TARGETS`]), and a client's bad input is
+/// not the daemon's error.
+fn refuse_or_keep(options: &PlanOptions, reason: String) -> Result<String, FilecoinError> {
+    let verdict = options.unverifiable(reason);
+    if let Err(e) = &verdict {
+        tracing::warn!(error = %e, "PoSt request refused: its vanilla proofs do not hold");
+    }
+    verdict
 }
 
 /// The WindowPoSt partition of `proofs` (checked by [`check_sector_proof`])

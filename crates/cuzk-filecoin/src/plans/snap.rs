@@ -4,6 +4,7 @@ use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions};
 use crate::request::SnapInput;
 use crate::validate::{self, guard};
 use crate::FilecoinError;
+use cuzk_core::request::cut_echoes;
 use cuzk_core::Scalar;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{DefaultPieceDomain, MerkleTreeTrait, PoRepConfig, SectorUpdateConfig, TreeRHasher};
@@ -79,9 +80,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
             .enumerate()
             .map(|(i, bytes)| {
                 bincode::deserialize(bytes).map_err(|e| {
-                    invalid(format!(
+                    invalid(cut_echoes(&format!(
                         "vanilla_proofs[{i}] is not a bincode PartitionProof: {e}"
-                    ))
+                    )))
                 })
             })
             .collect::<Result<_, _>>()?;
