@@ -930,8 +930,8 @@ fn memory_check(host: &HostInfo, config: &Config, circuits: &[Circuit], dir: &Pa
         ByteSize::Auto => "auto: the machine's memory minus safety_margin",
         ByteSize::Bytes(_) => "[memory] total_budget",
     };
-    // Parameters live in host memory while used (outside the budget);
-    // [srs] memory_limit evicts idle ones beyond it.
+    // Parameters live in host memory while used, counted by the budget;
+    // [srs] memory_limit (at most the budget) evicts idle ones beyond it.
     let sizes: Vec<u64> = circuits
         .iter()
         .filter_map(|c| match &c.what {
@@ -959,7 +959,7 @@ fn memory_check(host: &HostInfo, config: &Config, circuits: &[Circuit], dir: &Pa
     let mut status = Status::Ok;
     let mut details = vec![
         format!(
-            "host {} ({} available now); budget {} ({budget_kind}); parameters {} resident when used; compiled R1CS about {} (counted by the budget)",
+            "host {} ({} available now); budget {} ({budget_kind}); parameters {} resident when used and compiled R1CS about {}, both counted by the budget",
             gib(total),
             gib(host.memory.available_bytes),
             gib(budget),
@@ -987,20 +987,21 @@ fn memory_check(host: &HostInfo, config: &Config, circuits: &[Circuit], dir: &Pa
         } else {
             cuzk_core::plan::partition_bytes(constraints, constraints)
         };
-        let room = budget.saturating_sub(r1cs);
+        let room = budget.saturating_sub(r1cs + params);
         let fit = room / per.max(1);
         if fit == 0 {
             status = Status::Fail;
             details.push(format!(
-                "{}: one partition needs {} ({path}) beside {} of compiled R1CS, the budget is {}: such requests are refused (RESOURCE_EXHAUSTED)",
+                "{}: one partition needs {} ({path}) beside {} of parameters and {} of compiled R1CS, the budget is {}: such requests are refused (RESOURCE_EXHAUSTED)",
                 circuit.name,
                 gib(per),
+                gib(params),
                 gib(r1cs),
                 gib(budget)
             ));
             fixes.push(format!(
-                "raise [memory] total_budget to at least {} (a host with more memory, or fewer circuits listed)",
-                gib(per + r1cs + GIB)
+                "raise [memory] total_budget to at least {} (a host with more memory, fewer circuits listed, or [srs] memory_limit to keep fewer parameters resident)",
+                gib(per + r1cs + params + GIB)
             ));
         } else {
             details.push(format!(
@@ -1010,33 +1011,34 @@ fn memory_check(host: &HostInfo, config: &Config, circuits: &[Circuit], dir: &Pa
             ));
         }
     }
-    // What the kernel must hold under full load: the budget filled, the
-    // parameters, and room for the OS and a co-located Curio.
+    // What the kernel must hold under full load: the budget filled (the
+    // parameters, the R1CS and the partitions) and room for the OS and a
+    // co-located Curio.
     const OS_ROOM: u64 = 8 << 30;
     let usable = total.saturating_sub(reserved);
-    if budget + params + OS_ROOM > usable && status == Status::Ok {
+    if budget + OS_ROOM > usable && status == Status::Ok {
         status = Status::Warn;
-        let suggested = usable.saturating_sub(params + OS_ROOM);
+        let suggested = usable.saturating_sub(OS_ROOM);
         details.push(format!(
-            "budget {} + parameters {} + {} for the OS and Curio exceed the host's {}: a full queue can run the host out of memory (the kernel kills the daemon)",
+            "budget {} + {} for the OS and Curio exceed the host's {}: a full queue can run the host out of memory (the kernel kills the daemon)",
             gib(budget),
-            gib(params),
             gib(OS_ROOM),
             gib(usable)
         ));
         fixes.push(format!(
-            "set [memory] total_budget = \"{}GiB\" (memory - parameters - 8 GiB), or [srs] memory_limit to keep fewer parameters resident",
+            "set [memory] total_budget = \"{}GiB\" (memory - 8 GiB for the OS and Curio)",
             suggested / GIB
         ));
     }
     let summary = match status {
-        Status::Ok => format!("budget {} fits beside {} of parameters", gib(budget), gib(params)),
-        Status::Warn => format!(
-            "budget {} is too large for this host beside its parameters",
-            gib(budget)
+        Status::Ok => format!(
+            "budget {} fits the host and holds {} of parameters",
+            gib(budget),
+            gib(params)
         ),
+        Status::Warn => format!("budget {} is too large for this host", gib(budget)),
         Status::Fail => format!(
-            "budget {} cannot hold one partition of every circuit",
+            "budget {} cannot hold one partition of every circuit beside the parameters",
             gib(budget)
         ),
     };
@@ -1445,6 +1447,71 @@ mod tests {
         let mut big = host.gpus[0].clone();
         cap_gpu(&mut big, 200 * GIB);
         assert_eq!(big, host.gpus[0]);
+    }
+
+    #[test]
+    fn the_memory_budget_counts_the_parameters() {
+        // A 32 GiB PoRep: 44.1 GiB of parameters (a sparse file of that
+        // length), 6.9 GiB of R1CS, 4.9 GiB a partition on the GPU path.
+        let dir = tempfile::tempdir().unwrap();
+        let porep = Circuit::resolve("porep-32g");
+        let CircuitKind::Filecoin { id, .. } = &porep.what else {
+            panic!("{porep:?}");
+        };
+        std::fs::File::create(dir.path().join(format!("{id}.params")))
+            .unwrap()
+            .set_len(44 * GIB + GIB / 10)
+            .unwrap();
+        let host = |total: u64| HostInfo {
+            memory: report::MemoryInfo {
+                total_bytes: total,
+                available_bytes: total,
+            },
+            ..HostInfo::default()
+        };
+        let check = |total: u64, budget: u64| {
+            let mut config = Config::default();
+            config.memory.total_budget = ByteSize::Bytes(budget);
+            memory_check(
+                &host(total),
+                &config,
+                std::slice::from_ref(&porep),
+                dir.path(),
+                true,
+            )
+        };
+
+        // deploy/curio-host.toml's 256 GiB host: 224 - 44.1 - 6.9 = 173
+        // GiB for partitions, 35 of them.
+        let ok = check(256 * GIB, 224 * GIB);
+        assert_eq!(ok.status, Status::Ok, "{ok:?}");
+        assert!(ok.details[0].contains("both counted by the budget"), "{ok:?}");
+        assert!(ok.details[1].contains("35 partition(s) in flight"), "{ok:?}");
+
+        // The old sizing (56 GiB for one proof's partitions and R1CS, the
+        // parameters beside) leaves room for one partition; 50 GiB for none.
+        let one = check(256 * GIB, 56 * GIB);
+        assert!(one.details[1].contains(" 1 partition(s)"), "{one:?}");
+        let none = check(256 * GIB, 50 * GIB);
+        assert_eq!(none.status, Status::Fail, "{none:?}");
+        assert!(
+            none.details[1].contains("beside 44.1 GiB of parameters"),
+            "{none:?}"
+        );
+        assert!(
+            none.fix.as_deref().unwrap().contains("at least 56.9 GiB"),
+            "{none:?}"
+        );
+
+        // A budget of the whole host leaves the OS and Curio nothing; the
+        // fix is the host's memory less 8 GiB, parameters not subtracted.
+        let over = check(128 * GIB, 124 * GIB);
+        assert_eq!(over.status, Status::Warn, "{over:?}");
+        assert_eq!(
+            over.fix.as_deref(),
+            Some("set [memory] total_budget = \"120GiB\" (memory - 8 GiB for the OS and Curio)")
+        );
+        assert_eq!(check(128 * GIB, 120 * GIB).status, Status::Ok);
     }
 
     #[test]

@@ -306,7 +306,7 @@ fn doctor_reads_the_curio_host_config() {
     assert!(text.contains("circuits: porep-32g"), "{text}");
     assert!(text.contains("[FAIL] parameters porep-32g"), "{text}");
     assert!(
-        text.contains("budget 150.0 GiB ([memory] total_budget)"),
+        text.contains("budget 224.0 GiB ([memory] total_budget)"),
         "{text}"
     );
     assert!(!text.contains("] daemon"), "--no-daemon: {text}");
