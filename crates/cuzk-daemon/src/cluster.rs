@@ -192,7 +192,7 @@ impl ClusterNode {
                 .get(job_id)
                 .await
                 .map_err(unavailable)?
-                .ok_or_else(|| Status::not_found(format!("no job with id {job_id}")))?;
+                .ok_or_else(|| Status::not_found(cuzk_engine::EngineError::not_found(job_id).to_string()))?;
             let status = match record.state {
                 JobState::Completed => Some(pb::await_proof_response::Status::Completed),
                 JobState::Failed => Some(pb::await_proof_response::Status::Failed),

@@ -106,6 +106,17 @@ async fn a_resubmission_to_another_daemon_returns_the_first_job() {
         .await
         .unwrap_err();
     assert_eq!(unknown.code(), tonic::Code::NotFound);
+    // Regression (issue 34.7): a hostile id came back whole in the message.
+    let long = daemons[1]
+        .client()
+        .await_proof(pb::AwaitProofRequest {
+            job_id: "x".repeat(10_000),
+            timeout_ms: 100,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(long.code(), tonic::Code::NotFound);
+    assert!(long.message().len() < 200, "{} bytes", long.message().len());
     pool.end().await;
 }
 
