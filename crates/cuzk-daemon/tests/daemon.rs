@@ -849,3 +849,75 @@ async fn starts_without_a_config_file_and_serves_http_status() {
     let exit = child.wait().unwrap();
     assert!(exit.success(), "exit on SIGINT: {exit}");
 }
+
+/// The probe's case of issue 34.1, over gRPC: `{"constraints":67108864,
+/// "partitions":1}` and PreloadSRS of `synthetic-v1-n134217728-i2` were
+/// accepted and grew the daemon by about 100 MiB/s until the host ran out
+/// of memory. Both are RESOURCE_EXHAUSTED at once, naming the sizes; the
+/// daemon does not grow and goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_request_whose_parameters_cannot_fit_is_refused_and_the_daemon_does_not_grow() {
+    // The budget of a large host: a partition of the request fits it, the
+    // generation of its parameters does not.
+    let daemon = Daemon::start(Listen::Tcp, "[memory]\ntotal_budget = \"64GiB\"\n");
+    let mut client = daemon.client();
+    let before = rss_kib(daemon.pid(), "VmRSS:");
+    let refused = client
+        .submit_proof(submit_request(
+            &spec(1 << 26, 1, 1),
+            pb::ProofKind::PorepSealCommit,
+            pb::Priority::Normal,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{}", refused.message());
+    assert!(refused.message().contains("MiB"), "{}", refused.message());
+    let refused = client
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: "synthetic-v1-n134217728-i2".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{}", refused.message());
+    // Nothing is being generated: the daemon stays its size.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = rss_kib(daemon.pid(), "VmRSS:");
+    assert!(
+        after < before + 64 * 1024,
+        "grew from {before} KiB to {after} KiB"
+    );
+    let s = spec(1 << 10, 1, 2);
+    let job = submit(&mut client, &s, pb::Priority::Normal).await;
+    let result = await_job(&mut client, &job, 0).await;
+    check_proof(&daemon.params_dir(), &s, &result);
+}
+
+/// The probe's cases of issue 34.2, over gRPC: a tiny PreloadSRS waited
+/// 13.3 s behind a large generation, and a CRITICAL 2^10 job submitted
+/// during one timed out. With one synthesis worker and a 2^16 generation
+/// running (seconds here), both finish while it still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_large_generation_delays_no_other_circuit() {
+    let daemon = Daemon::start(Listen::Tcp, "[synthesis]\npartition_workers = 1\n");
+    let mut client = daemon.client();
+    let large = submit(&mut client, &spec(1 << 16, 1, 1), pb::Priority::Normal).await;
+    let tiny = cuzk_core::SyntheticCircuit::new(1 << 9, vec![cuzk_core::Scalar::from(0u64); 2], 0)
+        .unwrap()
+        .circuit_id();
+    client
+        .preload_srs(pb::PreloadSrsRequest { circuit_id: tiny })
+        .await
+        .unwrap();
+    let s = spec(1 << 9, 1, 2);
+    let urgent = submit(&mut client, &s, pb::Priority::Critical).await;
+    let result = await_job(&mut client, &urgent, 0).await;
+    check_proof(&daemon.params_dir(), &s, &result);
+    let still = await_job(&mut client, &large, 1).await;
+    assert_eq!(
+        still.status,
+        Status::Timeout as i32,
+        "the large job finished first: the generation was too short to tell"
+    );
+    let done = await_job(&mut client, &large, 0).await;
+    assert_eq!(done.status, Status::Completed as i32, "{}", done.error_message);
+}
