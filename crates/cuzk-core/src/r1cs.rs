@@ -75,6 +75,13 @@ pub enum R1csError {
         /// Aux variables of the recorded circuit.
         expected_aux: usize,
     },
+    /// A witness computed another way does not satisfy a constraint
+    /// ([`CompiledR1cs::check_rows`]).
+    #[error("the witness does not satisfy constraint {row}")]
+    Unsatisfied {
+        /// The constraint.
+        row: usize,
+    },
 }
 
 /// Coefficient id of one: the term is the variable's value.
@@ -563,6 +570,37 @@ impl CompiledR1cs {
                 id => acc + scaled(value, &self.coefficients[id as usize]),
             }
         })
+    }
+
+    /// Checks constraints `rows` (below [`num_constraints`]) on `witness`,
+    /// a witness computed another way than through the circuit (a native
+    /// writer): the shape, then `a * b = c` on each row given.
+    ///
+    /// [`num_constraints`]: Self::num_constraints
+    pub fn check_rows(
+        &self,
+        witness: &Witness,
+        rows: impl IntoIterator<Item = usize>,
+    ) -> Result<(), R1csError> {
+        if witness.inputs.len() != self.num_inputs || witness.aux.len() != self.num_aux {
+            return Err(R1csError::ShapeMismatch {
+                inputs: witness.inputs.len(),
+                aux: witness.aux.len(),
+                expected_inputs: self.num_inputs,
+                expected_aux: self.num_aux,
+            });
+        }
+        let (inputs, aux) = (&witness.inputs, &witness.aux);
+        for row in rows {
+            if row >= self.a.rows() {
+                continue;
+            }
+            let value = |matrix: &SparseMatrix| self.row_value(matrix.row(row), inputs, aux);
+            if value(&self.a) * value(&self.b) != value(&self.c) {
+                return Err(R1csError::Unsatisfied { row });
+            }
+        }
+        Ok(())
     }
 
     /// Number of constraints, including the per-input ones.
@@ -1178,6 +1216,33 @@ mod tests {
         let mut bad = good;
         bad.inputs[1] += change;
         assert!(!unsatisfied(&r1cs.assign(bad).unwrap()).is_empty());
+    }
+
+    /// `check_rows` (the self-check of a natively written witness) passes
+    /// the circuit's own witness on every row, and finds the rows a changed
+    /// value breaks, the shape first.
+    #[test]
+    fn check_rows_finds_what_a_changed_value_breaks() {
+        let r1cs = CompiledR1cs::record(circuit(5000, 2, 3)).unwrap();
+        let good = r1cs.witness(circuit(5000, 2, 3)).unwrap();
+        let all = 0..r1cs.num_constraints();
+        r1cs.check_rows(&good, all.clone()).unwrap();
+        let mut bad = good.clone();
+        let index = good.aux.len() / 2;
+        bad.aux[index] += Scalar::from(5u64);
+        let expected = unsatisfied(&r1cs.assign(bad.clone()).unwrap());
+        match r1cs.check_rows(&bad, all) {
+            Err(R1csError::Unsatisfied { row }) => assert_eq!(Some(&row), expected.first()),
+            other => panic!("aux {index} changed: {other:?}"),
+        }
+        // Rows the change does not touch pass.
+        let untouched = (0..r1cs.num_constraints()).filter(|row| !expected.contains(row));
+        r1cs.check_rows(&bad, untouched).unwrap();
+        bad.aux.pop();
+        assert!(matches!(
+            r1cs.check_rows(&bad, []),
+            Err(R1csError::ShapeMismatch { .. })
+        ));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! counts pinned per proof type (2 KiB), our proof bytes equal to
 //! bellperson's `create_proof` on the same storage-proofs circuit with the
 //! same r and s, and the whole proof accepted by filecoin-proofs' verifier.
+//! PoSt proofs here come from the native witness (issue 35): equal bytes to
+//! bellperson's make it equal to the gadgets' witness.
 
 use cuzk_core::{
     finish, proof_to_bytes, prove_start, PlanSource, ProofKind, ProofRequest, ProvingParameters, Randomness,
@@ -76,7 +78,16 @@ fn check_against_bellperson(request: &ProofRequest, expected_constraints: usize)
         .plan(request)
         .expect("the Filecoin source claims every request")
         .unwrap();
+    // PoSt partitions take the native witness (issue 35), self-checked on
+    // sampled constraints for these valid requests: it must not fall back.
+    let fallbacks = cuzk_filecoin::plans::native_fallbacks();
     let assignment = plan.synthesize(0).unwrap();
+    assert_eq!(
+        cuzk_filecoin::plans::native_fallbacks(),
+        fallbacks,
+        "{:?}: the native witness failed its self-check",
+        request.kind
+    );
     assert_eq!(
         assignment.a.len(),
         expected_constraints,

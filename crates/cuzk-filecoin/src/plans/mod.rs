@@ -66,6 +66,12 @@ pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
     fn unit_circuit(&self, index: usize, _unit: usize) -> Result<Self::Circuit, FilecoinError> {
         self.circuit(index)
     }
+    /// Partition `index`'s variables written natively ([`crate::native`]),
+    /// without the gadget code; `None` (the default) for proof types
+    /// without a native writer, whose witness comes from the circuit.
+    fn native_witness(&self, _index: usize) -> Option<Result<Witness, FilecoinError>> {
+        None
+    }
     /// Partition `index`'s public inputs (`CompoundProof::generate_public_inputs`).
     fn public_inputs(&self, index: usize) -> Vec<Scalar>;
     /// The whole proof (the partition proofs' bytes, concatenated) through
@@ -139,6 +145,18 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
     fn witness(&self, index: usize) -> Result<(Arc<CompiledR1cs>, Witness), FilecoinError> {
         let id = self.0.circuit_id();
         let r1cs = compiled_r1cs(id, || self.0.circuit(index))?;
+        if native_witness_enabled() {
+            if let Some(native) = self.0.native_witness(index) {
+                match native.and_then(|witness| self.check_native(&r1cs, index, witness)) {
+                    Ok(witness) => return Ok((r1cs, witness)),
+                    Err(e) => {
+                        NATIVE_FALLBACKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        tracing::warn!(circuit_id = id, partition = index, error = %e,
+                            "native witness failed its self-check; computing it through the circuit")
+                    }
+                }
+            }
+        }
         let layout = self
             .0
             .unit_prefix()
@@ -162,6 +180,57 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
             .map_err(|e| FilecoinError::Synthesis(format!("witness with the compiled R1CS of {id}: {e}")))?;
         Ok((r1cs, witness))
     }
+}
+
+impl<P: FilecoinProof> FilecoinPlan<P> {
+    /// The self-check of a native witness before it is proved: the
+    /// recorded circuit's shape, the public inputs storage-proofs computes
+    /// for the partition, and, for a request whose vanilla proofs hold
+    /// (the witness then satisfies every constraint), a sample of the
+    /// constraints spread over the whole circuit. A writer that strays
+    /// from the gadgets' order breaks all three; a proof from a witness
+    /// that passes and is still wrong fails verification, never returned.
+    fn check_native(
+        &self,
+        r1cs: &CompiledR1cs,
+        index: usize,
+        witness: Witness,
+    ) -> Result<Witness, FilecoinError> {
+        let fail =
+            |what: String| FilecoinError::Synthesis(format!("native witness of partition {index}: {what}"));
+        r1cs.check_rows(&witness, []).map_err(|e| fail(e.to_string()))?;
+        if witness.inputs[1..] != self.0.public_inputs(index)[..] {
+            return Err(fail("its public inputs are not storage-proofs'".into()));
+        }
+        if self.0.unverifiable().is_none() {
+            let rows = r1cs.num_constraints();
+            let stride = (rows / NATIVE_CHECKED_ROWS).max(1);
+            r1cs.check_rows(&witness, (0..rows).step_by(stride).chain(rows.checked_sub(1)))
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        Ok(witness)
+    }
+}
+
+/// Constraints a native witness is checked on (spread evenly): a few
+/// milliseconds beside the seconds the witness takes.
+const NATIVE_CHECKED_ROWS: usize = 4096;
+
+/// Native witnesses that failed their self-check and were computed
+/// through the circuit instead, since the process started.
+static NATIVE_FALLBACKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many native witnesses fell back to the circuit (a writer out of step
+/// with the gadgets: each is also a WARN line).
+pub fn native_fallbacks() -> u64 {
+    NATIVE_FALLBACKS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// `CUZK_NATIVE_WITNESS=off` (or `0`, `false`) computes every witness
+/// through the circuit's gadgets, as before the native writers (for
+/// comparisons).
+pub fn native_witness_enabled() -> bool {
+    std::env::var("CUZK_NATIVE_WITNESS").map_or(true, |v| !matches!(v.trim(), "off" | "0" | "false"))
 }
 
 /// `CUZK_PARALLEL_WITNESS=off` (or `0`, `false`) computes every witness in

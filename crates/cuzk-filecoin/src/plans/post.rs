@@ -2,16 +2,21 @@
 //! partition.
 
 use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, TreeDomain};
+use crate::native::merkle::Level;
+use crate::native::post::SectorWitness;
+use crate::native::{self, Assignment};
 use crate::request::PostInput;
 use crate::validate::{self, guard};
 use crate::FilecoinError;
 use cuzk_core::request::cut_echoes;
-use cuzk_core::Scalar;
+use cuzk_core::{Scalar, Witness};
+use ff::Field;
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
     parameters::{window_post_setup_params, winning_post_setup_params},
     FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType, PublicReplicaInfo,
 };
+use rayon::prelude::*;
 use std::fmt;
 use storage_proofs_core::{
     compound_proof, compound_proof::CompoundProof, merkle::MerkleProofTrait, proof::ProofScheme,
@@ -348,6 +353,92 @@ fn winning_partition<Tree: 'static + MerkleTreeTrait>(
     fallback::Proof { sectors }
 }
 
+impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
+    /// The sectors of partition `index` as the compound proof lays them
+    /// out (see [`FilecoinProof::unit_circuit`]), each with what its
+    /// circuit needs.
+    fn native_sectors(&self, index: usize) -> Result<Vec<SectorWitness>, FilecoinError> {
+        let missing = |what: String| FilecoinError::Synthesis(format!("partition {index}: {what}"));
+        let vanilla = self
+            .partition
+            .get(index)
+            .ok_or_else(|| missing("no such partition".into()))?;
+        let publics = self
+            .pub_inputs
+            .sectors
+            .chunks(self.pub_params.sector_count.max(1))
+            .nth(index)
+            .ok_or_else(|| missing("no public sectors".into()))?;
+        vanilla
+            .sectors
+            .iter()
+            .enumerate()
+            .map(|(unit, proof)| {
+                let public = publics
+                    .get(unit)
+                    .or(publics.last())
+                    .ok_or_else(|| missing(format!("no public sector {unit}")))?;
+                let challenges = proof
+                    .leafs()
+                    .into_iter()
+                    .zip(proof.as_options())
+                    .map(|(leaf, path)| {
+                        let levels = path
+                            .into_iter()
+                            .map(|(siblings, index)| {
+                                Some(Level {
+                                    siblings: siblings.into_iter().collect::<Option<Vec<_>>>()?,
+                                    index: index?,
+                                })
+                            })
+                            .collect::<Option<Vec<Level>>>()
+                            .ok_or_else(|| {
+                                missing(format!("sector {unit}: a path with a missing element"))
+                            })?;
+                        Ok((leaf.into(), levels))
+                    })
+                    .collect::<Result<Vec<_>, FilecoinError>>()?;
+                Ok(SectorWitness {
+                    comm_r: public.comm_r.into(),
+                    comm_c: proof.comm_c.into(),
+                    comm_r_last: proof.comm_r_last.into(),
+                    challenges,
+                })
+            })
+            .collect()
+    }
+
+    /// Partition `index`'s witness, sectors written natively on the pool
+    /// (a batch at a time, so the partition's witness is held about once).
+    fn native_partition(&self, index: usize) -> Result<Witness, FilecoinError> {
+        let sectors = self.native_sectors(index)?;
+        let mut witness = Witness {
+            inputs: vec![Scalar::ONE],
+            aux: Vec::with_capacity(self.constraints),
+        };
+        const SECTORS_PER_BATCH: usize = 64;
+        for batch in sectors.chunks(SECTORS_PER_BATCH) {
+            let written: Vec<Assignment> = cuzk_core::cores::parallel(|| {
+                batch
+                    .par_iter()
+                    .map(|sector| {
+                        let mut w = Assignment::default();
+                        native::post::sector::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(
+                            &mut w, sector,
+                        );
+                        w
+                    })
+                    .collect()
+            });
+            for w in written {
+                witness.inputs.extend_from_slice(&w.inputs[1..]);
+                witness.aux.extend_from_slice(&w.aux);
+            }
+        }
+        Ok(witness)
+    }
+}
+
 /// Repeats the last element until `v` holds `len` (the circuit's sector
 /// count; `v` is never empty here: the request holds a checked proof).
 fn pad<T: Clone>(v: &mut Vec<T>, len: usize) {
@@ -453,6 +544,15 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
             prover_id: Some(self.pub_inputs.prover_id.into()),
             sectors: vec![sector],
         })
+    }
+
+    /// Every sector of the partition written natively
+    /// ([`crate::native::post`]), sectors in parallel, for replica trees
+    /// hashed with Poseidon (all of Filecoin's).
+    fn native_witness(&self, index: usize) -> Option<Result<Witness, FilecoinError>> {
+        let poseidon = std::any::TypeId::of::<Tree::Hasher>()
+            == std::any::TypeId::of::<filecoin_hashers::poseidon::PoseidonHasher>();
+        poseidon.then(|| self.native_partition(index))
     }
 
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {
