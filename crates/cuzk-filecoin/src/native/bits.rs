@@ -3,7 +3,7 @@
 //! the gadget allocates for operands of the same form.
 
 use cuzk_core::Scalar;
-use ff::Field;
+use ff::{Field, PrimeField};
 use std::ops::Not;
 
 /// Where allocated auxiliary values go, in allocation order.
@@ -129,6 +129,29 @@ impl Not for Bit {
             Bit::Not(v) => Bit::Is(v),
         }
     }
+}
+
+/// A field element's 255 bits, least significant first, each allocated
+/// (`AllocatedNum::to_bits_le`, `field_into_allocated_bits_le`).
+pub fn field_bits_le(aux: &mut impl Aux, value: Scalar) -> Vec<Bit> {
+    let bytes = value.to_repr();
+    (0..Scalar::NUM_BITS as usize)
+        .map(|i| Bit::alloc(aux, bytes.as_ref()[i / 8] >> (i % 8) & 1 == 1))
+        .collect()
+}
+
+/// `multipack::pack_bits`: the first 254 bits (the field's capacity),
+/// least significant first, as one allocated element.
+pub fn pack_bits(aux: &mut impl Aux, bits: &[Bit]) -> Scalar {
+    let mut repr = <Scalar as PrimeField>::Repr::default();
+    for (i, bit) in bits.iter().take(Scalar::CAPACITY as usize).enumerate() {
+        if bit.value() {
+            repr.as_mut()[i / 8] |= 1 << (i % 8);
+        }
+    }
+    let value = Scalar::from_repr(repr).expect("254 bits are below the modulus");
+    aux.element(value);
+    value
 }
 
 /// A 32-bit word as `UInt32` holds it: its bits, least significant first.

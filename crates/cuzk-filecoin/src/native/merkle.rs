@@ -1,10 +1,12 @@
-//! Inclusion proofs in Poseidon Merkle trees as storage-proofs' `PoRCircuit`
-//! allocates them: the leaf, then for each level of the path (base levels,
-//! then the sub-tree's and the top tree's level when the tree has them) the
-//! bits of the node's index, the siblings, the `insert` gadget's picks and
-//! the level's hash; then the index bits packed into public inputs.
+//! Inclusion proofs in Merkle trees as storage-proofs' `PoRCircuit`
+//! allocates them: the leaf (unless the caller's variable), then for each
+//! level of the path (base levels, then the sub-tree's and the top tree's
+//! level when the tree has them) the bits of the node's index, the
+//! siblings, the `insert` gadget's picks and the level's hash (Poseidon, or
+//! SHA-256 for tree D); then the index bits packed into public inputs.
 
 use super::poseidon::poseidon_hash;
+use super::sha256::sha256_leaves;
 use super::{Assignment, Aux};
 use cuzk_core::Scalar;
 use ff::{Field, PrimeField};
@@ -20,17 +22,60 @@ pub struct Level {
     pub index: usize,
 }
 
-/// `PoRCircuit::synthesize` with the leaf given as a value (allocated) and
-/// the root as a variable of the caller (nothing allocated for it; the
-/// circuit's equality with it is a constraint), for a tree of base arity
-/// `U`, sub-tree arity `V` and top arity `W` (0: none). Returns the root
-/// the path leads to.
-pub fn inclusion<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
+/// How a tree hashes the children of a node.
+pub trait TreeHash {
+    /// The hash of `children` (as many as the level's arity `A`), its
+    /// variables written to `w` as the hasher's circuit allocates them.
+    fn hash<A: PoseidonArity>(w: &mut Assignment, children: &[Scalar]) -> Scalar;
+}
+
+/// Poseidon trees (tree C, tree R): neptune's legacy circuit with the
+/// arity's constants.
+#[derive(Debug)]
+pub struct Poseidon;
+
+impl TreeHash for Poseidon {
+    fn hash<A: PoseidonArity>(w: &mut Assignment, children: &[Scalar]) -> Scalar {
+        poseidon_hash(w, children, A::PARAMETERS())
+    }
+}
+
+/// SHA-256 trees (tree D): the children's bits through SHA-256, packed.
+#[derive(Debug)]
+pub struct Sha256;
+
+impl TreeHash for Sha256 {
+    fn hash<A: PoseidonArity>(w: &mut Assignment, children: &[Scalar]) -> Scalar {
+        sha256_leaves(w, children)
+    }
+}
+
+/// The leaf of an inclusion proof.
+#[derive(Clone, Copy, Debug)]
+pub enum Leaf {
+    /// A value the proof allocates (`Root::Val`).
+    Value(Scalar),
+    /// A variable of the caller's, already allocated (`Root::Var`).
+    Allocated(Scalar),
+}
+
+/// `PoRCircuit::synthesize` for a tree hashed with `H`, of base arity `U`,
+/// sub-tree arity `V` and top arity `W` (0: none), the root a variable of
+/// the caller's (its equality with the computed root is a constraint, no
+/// allocation), private (no root input). Returns the root the path leads
+/// to.
+pub fn inclusion<H: TreeHash, U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     w: &mut Assignment,
-    leaf: Scalar,
+    leaf: Leaf,
     path: &[Level],
 ) -> Scalar {
-    w.element(leaf);
+    let leaf = match leaf {
+        Leaf::Value(value) => {
+            w.element(value);
+            value
+        }
+        Leaf::Allocated(value) => value,
+    };
     let (sub, top) = (V::to_usize() > 0, W::to_usize() > 0);
     let upper = usize::from(sub) + usize::from(top);
     assert!(
@@ -41,14 +86,14 @@ pub fn inclusion<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     let mut index_bits = Vec::new();
     let mut node = leaf;
     for level in base {
-        node = level_hash::<U>(w, node, level, &mut index_bits);
+        node = level_hash::<H, U>(w, node, level, &mut index_bits);
     }
     let mut rest = rest.iter();
     if sub {
-        node = level_hash::<V>(w, node, rest.next().expect("counted"), &mut index_bits);
+        node = level_hash::<H, V>(w, node, rest.next().expect("counted"), &mut index_bits);
     }
     if top {
-        node = level_hash::<W>(w, node, rest.next().expect("counted"), &mut index_bits);
+        node = level_hash::<H, W>(w, node, rest.next().expect("counted"), &mut index_bits);
     }
     pack_into_inputs(w, &index_bits);
     node
@@ -56,7 +101,7 @@ pub fn inclusion<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
 
 /// One level: the index bits (least significant first), the siblings, the
 /// children in order with the node inserted, and their hash.
-fn level_hash<A: PoseidonArity>(
+fn level_hash<H: TreeHash, A: PoseidonArity>(
     w: &mut Assignment,
     node: Scalar,
     level: &Level,
@@ -75,7 +120,7 @@ fn level_hash<A: PoseidonArity>(
         w.element(sibling);
     }
     let children = insert(w, node, &index, &level.siblings);
-    poseidon_hash(w, &children, A::PARAMETERS())
+    H::hash::<A>(w, &children)
 }
 
 /// `insertion::insert`: `element` placed among `elements` at the position
@@ -184,5 +229,66 @@ pub fn pack_into_inputs(w: &mut Assignment, bits: &[bool]) {
             coefficient = coefficient.double();
         }
         w.input(packed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::oracle::Allocations;
+    use bellperson::gadgets::num::AllocatedNum;
+    use bellperson::ConstraintSystem;
+    use filecoin_hashers::sha256::Sha256Hasher;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
+    use storage_proofs_core::gadgets::variables::Root;
+    use storage_proofs_core::merkle::BinaryMerkleTree;
+    use typenum::{U0, U2};
+
+    /// Tree D's inclusion proof as the PoRep circuit makes it (leaf and root
+    /// the caller's variables, SHA-256 levels), against `PoRCircuit` on
+    /// random paths.
+    #[test]
+    fn native_tree_d_inclusion_equals_the_gadget() {
+        for seed in 0..2 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let leaf = Scalar::random(&mut rng);
+            let root = Scalar::random(&mut rng);
+            let path: Vec<Level> = (0..4)
+                .map(|_| Level {
+                    siblings: vec![Scalar::random(&mut rng)],
+                    index: rng.gen_range(0..2),
+                })
+                .collect();
+            let options: Vec<(Vec<Option<Scalar>>, Option<usize>)> = path
+                .iter()
+                .map(|l| (vec![Some(l.siblings[0])], Some(l.index)))
+                .collect();
+            let mut cs = Allocations::default();
+            cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
+            let leaf_num = AllocatedNum::alloc(&mut cs, || Ok(leaf)).unwrap();
+            let root_num = AllocatedNum::alloc(&mut cs, || Ok(root)).unwrap();
+            let before = cs.aux.len();
+            PoRCircuit::<BinaryMerkleTree<Sha256Hasher>>::synthesize(
+                &mut cs,
+                Root::Var(leaf_num),
+                AuthPath::<Sha256Hasher, U2, U0, U0>::from(options),
+                Root::Var(root_num),
+                true,
+            )
+            .unwrap();
+            let mut w = Assignment::default();
+            inclusion::<Sha256, U2, U0, U0>(&mut w, Leaf::Allocated(leaf), &path);
+            assert_eq!(w.inputs, cs.inputs, "seed {seed}: inputs differ");
+            assert_eq!(
+                w.aux.len(),
+                cs.aux.len() - before,
+                "seed {seed}: allocation counts differ"
+            );
+            if let Some(i) = (0..w.aux.len()).find(|&i| w.aux[i] != cs.aux[before + i]) {
+                panic!("seed {seed}: allocation {i} of {} differs", w.aux.len());
+            }
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! check that `comm_r = H(comm_c, comm_r_last)`, and one inclusion proof in
 //! its replica tree a challenge.
 
-use super::merkle::{inclusion, Level};
+use super::merkle::{inclusion, Leaf, Level, Poseidon};
 use super::poseidon::poseidon_hash;
 use super::{Assignment, Aux};
 use cuzk_core::Scalar;
@@ -35,7 +35,7 @@ pub fn sector<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     w.input(sector.comm_r);
     poseidon_hash(w, &[sector.comm_c, sector.comm_r_last], U2::PARAMETERS());
     for (leaf, path) in &sector.challenges {
-        inclusion::<U, V, W>(w, *leaf, path);
+        inclusion::<Poseidon, U, V, W>(w, Leaf::Value(*leaf), path);
     }
 }
 

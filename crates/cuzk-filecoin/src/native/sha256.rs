@@ -5,7 +5,9 @@
 //! of the same form. `MultiEq` packs the additions' equalities into
 //! constraints and allocates nothing, so it has no counterpart here.
 
-use super::bits::{Aux, Bit, Word};
+use super::bits::{field_bits_le, pack_bits, Aux, Bit, Word};
+use cuzk_core::Scalar;
+use ff::PrimeField;
 
 const ROUND_CONSTANTS: [u32; 64] = [
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -119,6 +121,29 @@ pub fn sha256(aux: &mut impl Aux, message: &[Bit]) -> Vec<Bit> {
         .iter()
         .flat_map(|w| w.bits_be().collect::<Vec<_>>())
         .collect()
+}
+
+/// filecoin-hashers' SHA-256 of field elements (`hash2_circuit`,
+/// `hash_multi_leaf_circuit`): each element's 255 bits allocated, padded
+/// to 256 and taken byte by byte most significant bit first, the digest's
+/// bytes read back least significant bit first, its first 254 bits packed
+/// into one allocated element.
+pub fn sha256_leaves(aux: &mut impl Aux, leaves: &[Scalar]) -> Scalar {
+    let mut message = Vec::with_capacity(leaves.len() * 256);
+    for &leaf in leaves {
+        let mut bits = field_bits_le(aux, leaf);
+        while !bits.len().is_multiple_of(8) {
+            bits.push(Bit::Constant(false));
+        }
+        message.extend(bits.chunks_exact(8).flat_map(|byte| byte.iter().rev().copied()));
+    }
+    let digest = sha256(aux, &message);
+    let le: Vec<Bit> = digest
+        .chunks(8)
+        .flat_map(|byte| byte.iter().rev().copied())
+        .take(Scalar::CAPACITY as usize)
+        .collect();
+    pack_bits(aux, &le)
 }
 
 #[cfg(test)]
@@ -268,6 +293,33 @@ mod tests {
                 .map(|byte| byte.iter().fold(0u8, |v, b| v << 1 | u8::from(b.value())))
                 .collect();
             assert_eq!(ours_bytes, expected.to_vec());
+        }
+    }
+
+    /// filecoin-hashers' SHA-256 of two field elements (tree D's node
+    /// hash), against its circuit on random elements: the decompositions,
+    /// the hash and the packed result, allocation for allocation.
+    #[test]
+    fn native_sha256_of_two_elements_equals_filecoin_hashers() {
+        use bellperson::gadgets::num::AllocatedNum;
+        use ff::Field;
+        use filecoin_hashers::sha256::Sha256Function;
+        use filecoin_hashers::HashFunction;
+        for seed in 0..3 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let (a, b) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+            let mut cs = Allocations::default();
+            let a_num = AllocatedNum::alloc(&mut cs, || Ok(a)).unwrap();
+            let b_num = AllocatedNum::alloc(&mut cs, || Ok(b)).unwrap();
+            let before = cs.aux.len();
+            let theirs = <Sha256Function as HashFunction<_>>::hash2_circuit(&mut cs, &a_num, &b_num).unwrap();
+            let mut aux: Vec<Scalar> = Vec::new();
+            let ours = sha256_leaves(&mut aux, &[a, b]);
+            assert_eq!(aux, cs.aux[before..], "seed {seed}");
+            assert_eq!(Some(ours), theirs.get_value());
+            // And the value is filecoin-hashers' native hash of the two.
+            let native = <Sha256Function as HashFunction<_>>::hash2(&a.into(), &b.into());
+            assert_eq!(ours, Scalar::from(native), "seed {seed}");
         }
     }
 }
