@@ -13,6 +13,7 @@ pub mod bits;
 pub mod merkle;
 #[cfg(test)]
 mod oracle;
+pub mod porep;
 pub mod poseidon;
 pub mod post;
 pub mod sha256;

@@ -1,14 +1,18 @@
 //! PoRep commit phase 2: one partition per vanilla partition proof of C1.
 
 use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, TreeDomain};
+use crate::native::merkle::Level;
+use crate::native::porep::{ChallengeWitness, ColumnWitness, PartitionWitness};
+use crate::native::{self, Assignment};
 use crate::request::PorepInput;
 use crate::validate::{self, guard};
 use crate::FilecoinError;
-use cuzk_core::Scalar;
+use cuzk_core::{Scalar, Witness};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
     parameters::setup_params, DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait, PoRepConfig,
 };
+use rayon::prelude::*;
 use std::fmt;
 use storage_proofs_core::drgraph::Graph;
 use storage_proofs_core::merkle::MerkleProofTrait;
@@ -231,6 +235,131 @@ fn check_shapes<Tree: 'static + MerkleTreeTrait>(
     Ok(unverifiable)
 }
 
+/// A vanilla column proof's parts, read back through its serialised form:
+/// storage-proofs keeps the inclusion proof crate-private, and the circuit
+/// it builds from it keeps the path private too. Field order is the
+/// vanilla types' (`ColumnProof { column: Column { index, rows, _h },
+/// inclusion_proof }`); a change there fails the read, and the partition
+/// is computed through the gadgets instead.
+#[derive(serde::Deserialize)]
+#[serde(bound = "")]
+struct ColumnProofParts<D: serde::de::DeserializeOwned, P: serde::de::DeserializeOwned> {
+    column: ColumnParts<D>,
+    inclusion_proof: P,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(bound = "")]
+struct ColumnParts<D: serde::de::DeserializeOwned> {
+    _index: u32,
+    rows: Vec<D>,
+    _h: std::marker::PhantomData<()>,
+}
+
+/// A Merkle proof's path as levels.
+fn levels(options: Vec<(Vec<Option<Scalar>>, Option<usize>)>) -> Option<Vec<Level>> {
+    options
+        .into_iter()
+        .map(|(siblings, index)| {
+            Some(Level {
+                siblings: siblings.into_iter().collect::<Option<Vec<_>>>()?,
+                index: index?,
+            })
+        })
+        .collect()
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
+    /// A column proof's rows and path.
+    fn column<P>(proof: &stacked::ColumnProof<P>) -> Result<ColumnWitness, FilecoinError>
+    where
+        P: MerkleProofTrait + serde::Serialize + serde::de::DeserializeOwned,
+    {
+        let fail = |what: &str| FilecoinError::Synthesis(format!("a column proof's {what}"));
+        let bytes = bincode::serialize(proof).map_err(|_| fail("bytes"))?;
+        let parts: ColumnProofParts<<P::Hasher as filecoin_hashers::Hasher>::Domain, P> =
+            bincode::deserialize(&bytes).map_err(|_| fail("layout"))?;
+        Ok(ColumnWitness {
+            rows: parts.column.rows.into_iter().map(Into::into).collect(),
+            path: levels(parts.inclusion_proof.as_options()).ok_or_else(|| fail("path"))?,
+        })
+    }
+
+    /// What partition `index`'s circuit needs, as the compound proof
+    /// builds it from the partition's challenge proofs.
+    fn native_inputs(&self, index: usize) -> Result<PartitionWitness, FilecoinError> {
+        let fail = |what: String| FilecoinError::Synthesis(format!("partition {index}: {what}"));
+        let proofs = self
+            .vanilla
+            .get(index)
+            .ok_or_else(|| fail("no such partition".into()))?;
+        let first = proofs.first().ok_or_else(|| fail("no challenge proofs".into()))?;
+        let tau = self
+            .pub_inputs
+            .tau
+            .as_ref()
+            .ok_or_else(|| fail("no commitments".into()))?;
+        let challenges = proofs
+            .iter()
+            .map(|p| {
+                let columns = |columns: &Vec<stacked::ColumnProof<_>>| {
+                    columns.iter().map(Self::column).collect::<Result<Vec<_>, _>>()
+                };
+                let path =
+                    |options| levels(options).ok_or_else(|| fail("a path with a missing element".into()));
+                Ok(ChallengeWitness {
+                    challenge: p.comm_d_proofs.path_index() as u64,
+                    data_leaf: p.comm_d_proofs.leaf().into(),
+                    comm_d_path: path(p.comm_d_proofs.as_options())?,
+                    comm_r_last_path: path(p.comm_r_last_proof.as_options())?,
+                    comm_c_path: Self::column(&p.replica_column_proofs.c_x)?.path,
+                    drg_parents: columns(&p.replica_column_proofs.drg_parents)?,
+                    exp_parents: columns(&p.replica_column_proofs.exp_parents)?,
+                })
+            })
+            .collect::<Result<Vec<_>, FilecoinError>>()?;
+        Ok(PartitionWitness {
+            replica_id: self.pub_inputs.replica_id.into(),
+            comm_d: tau.comm_d.into(),
+            comm_r: tau.comm_r.into(),
+            comm_r_last: first.comm_r_last().into(),
+            comm_c: first.comm_c().into(),
+            challenges,
+        })
+    }
+
+    /// Partition `index`'s witness: the prologue, then the challenges
+    /// written natively on the pool and laid end to end.
+    fn native_partition(&self, index: usize) -> Result<Witness, FilecoinError> {
+        let inputs = self.native_inputs(index)?;
+        let mut w = Assignment::with_capacity(self.constraints);
+        let replica_bits = native::porep::prologue(&mut w, &inputs);
+        let written: Vec<Assignment> = cuzk_core::cores::parallel(|| {
+            inputs
+                .challenges
+                .par_iter()
+                .map(|c| {
+                    let mut unit = Assignment::default();
+                    native::porep::challenge::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(
+                        &mut unit,
+                        &replica_bits,
+                        c,
+                    );
+                    unit
+                })
+                .collect()
+        });
+        for unit in written {
+            w.inputs.extend_from_slice(&unit.inputs[1..]);
+            w.aux.extend_from_slice(&unit.aux);
+        }
+        Ok(Witness {
+            inputs: w.inputs,
+            aux: w.aux,
+        })
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
     type Circuit = stacked::StackedCircuit<Tree, DefaultPieceHasher>;
 
@@ -283,6 +412,15 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
             Some(index),
         )
         .map_err(|e| FilecoinError::Synthesis(format!("partition {index} challenge {unit} circuit: {e:#}")))
+    }
+
+    /// The partition written natively ([`crate::native::porep`]),
+    /// challenges in parallel, for replica trees hashed with Poseidon (all
+    /// of Filecoin's).
+    fn native_witness(&self, index: usize) -> Option<Result<Witness, FilecoinError>> {
+        let poseidon = std::any::TypeId::of::<Tree::Hasher>()
+            == std::any::TypeId::of::<filecoin_hashers::poseidon::PoseidonHasher>();
+        poseidon.then(|| self.native_partition(index))
     }
 
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {
