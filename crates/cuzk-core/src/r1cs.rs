@@ -507,14 +507,7 @@ impl CompiledR1cs {
     /// constraint (in parallel over rows), with the witness and the recorded
     /// density bitmaps. The witness must have the recorded circuit's shape.
     pub fn assign(&self, witness: Witness) -> Result<ProvingAssignment, R1csError> {
-        if witness.inputs.len() != self.num_inputs || witness.aux.len() != self.num_aux {
-            return Err(R1csError::ShapeMismatch {
-                inputs: witness.inputs.len(),
-                aux: witness.aux.len(),
-                expected_inputs: self.num_inputs,
-                expected_aux: self.num_aux,
-            });
-        }
+        self.check_shape(&witness)?;
         let (inputs, aux) = (&witness.inputs, &witness.aux);
         let product = |matrix: &SparseMatrix| self.product(matrix, inputs, aux);
         let (a, (b, c)) = crate::cores::parallel(|| {
@@ -572,6 +565,20 @@ impl CompiledR1cs {
         })
     }
 
+    /// Whether `witness` has the recorded circuit's numbers of inputs and
+    /// aux variables.
+    fn check_shape(&self, witness: &Witness) -> Result<(), R1csError> {
+        if witness.inputs.len() != self.num_inputs || witness.aux.len() != self.num_aux {
+            return Err(R1csError::ShapeMismatch {
+                inputs: witness.inputs.len(),
+                aux: witness.aux.len(),
+                expected_inputs: self.num_inputs,
+                expected_aux: self.num_aux,
+            });
+        }
+        Ok(())
+    }
+
     /// Checks constraints `rows` (below [`num_constraints`]) on `witness`,
     /// a witness computed another way than through the circuit (a native
     /// writer): the shape, then `a * b = c` on each row given.
@@ -582,14 +589,7 @@ impl CompiledR1cs {
         witness: &Witness,
         rows: impl IntoIterator<Item = usize>,
     ) -> Result<(), R1csError> {
-        if witness.inputs.len() != self.num_inputs || witness.aux.len() != self.num_aux {
-            return Err(R1csError::ShapeMismatch {
-                inputs: witness.inputs.len(),
-                aux: witness.aux.len(),
-                expected_inputs: self.num_inputs,
-                expected_aux: self.num_aux,
-            });
-        }
+        self.check_shape(witness)?;
         let (inputs, aux) = (&witness.inputs, &witness.aux);
         for row in rows {
             if row >= self.a.rows() {

@@ -83,6 +83,16 @@ fn check_plan<P: FilecoinProof>(name: &str, plan: &FilecoinPlan<P>, prefix: &str
     assert!(data.witness == r1cs.witness(plan.circuit(0).unwrap()).unwrap());
 }
 
+/// The native witness equals the gadgets', inputs and aux, naming the
+/// first aux variable that differs.
+fn assert_same_witness(name: &str, native: &cuzk_core::Witness, gadgets: &cuzk_core::Witness) {
+    assert_eq!(native.inputs, gadgets.inputs, "{name}: inputs differ");
+    assert_eq!(native.aux.len(), gadgets.aux.len(), "{name}: aux counts differ");
+    if let Some(i) = (0..native.aux.len()).find(|&i| native.aux[i] != gadgets.aux[i]) {
+        panic!("{name}: aux {i} of {} differs", native.aux.len());
+    }
+}
+
 /// Issue 35: a PoSt partition's witness written natively equals the
 /// gadgets', inputs and aux, variable for variable; the plan's own
 /// witness-only synthesis (what the engine runs) takes the native one.
@@ -101,11 +111,7 @@ fn check_post_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name
         gadget_time.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
-    assert_eq!(native.inputs, gadgets.inputs, "{name}: inputs differ");
-    assert_eq!(native.aux.len(), gadgets.aux.len(), "{name}: aux counts differ");
-    if let Some(i) = (0..native.aux.len()).find(|&i| native.aux[i] != gadgets.aux[i]) {
-        panic!("{name}: aux {i} of {} differs", native.aux.len());
-    }
+    assert_same_witness(name, &native, &gadgets);
     let fallbacks = cuzk_filecoin::plans::native_fallbacks();
     let PartitionData::Witness(data) = ProofPlan::synthesize_witness(&plan, 0).unwrap() else {
         panic!("{name}: no witness-only form");
@@ -139,11 +145,7 @@ fn check_porep_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(nam
         gadget_time.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
-    assert_eq!(native.inputs, gadgets.inputs, "{name}: inputs differ");
-    assert_eq!(native.aux.len(), gadgets.aux.len(), "{name}: aux counts differ");
-    if let Some(i) = (0..native.aux.len()).find(|&i| native.aux[i] != gadgets.aux[i]) {
-        panic!("{name}: aux {i} of {} differs", native.aux.len());
-    }
+    assert_same_witness(name, &native, &gadgets);
 }
 
 #[test]

@@ -22,6 +22,23 @@ pub struct Level {
     pub index: usize,
 }
 
+impl Level {
+    /// A path as storage-proofs' Merkle proofs give it (`as_options`: each
+    /// level's siblings and the node's index); `None` when an element is
+    /// missing.
+    pub fn path_from_options(options: Vec<(Vec<Option<Scalar>>, Option<usize>)>) -> Option<Vec<Level>> {
+        options
+            .into_iter()
+            .map(|(siblings, index)| {
+                Some(Level {
+                    siblings: siblings.into_iter().collect::<Option<Vec<_>>>()?,
+                    index: index?,
+                })
+            })
+            .collect()
+    }
+}
+
 /// How a tree hashes the children of a node.
 pub trait TreeHash {
     /// The hash of `children` (as many as the level's arity `A`), its

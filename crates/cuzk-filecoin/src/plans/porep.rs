@@ -256,19 +256,6 @@ struct ColumnParts<D: serde::de::DeserializeOwned> {
     _h: std::marker::PhantomData<()>,
 }
 
-/// A Merkle proof's path as levels.
-fn levels(options: Vec<(Vec<Option<Scalar>>, Option<usize>)>) -> Option<Vec<Level>> {
-    options
-        .into_iter()
-        .map(|(siblings, index)| {
-            Some(Level {
-                siblings: siblings.into_iter().collect::<Option<Vec<_>>>()?,
-                index: index?,
-            })
-        })
-        .collect()
-}
-
 impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
     /// A column proof's rows and path.
     fn column<P>(proof: &stacked::ColumnProof<P>) -> Result<ColumnWitness, FilecoinError>
@@ -281,7 +268,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
             bincode::deserialize(&bytes).map_err(|_| fail("layout"))?;
         Ok(ColumnWitness {
             rows: parts.column.rows.into_iter().map(Into::into).collect(),
-            path: levels(parts.inclusion_proof.as_options()).ok_or_else(|| fail("path"))?,
+            path: Level::path_from_options(parts.inclusion_proof.as_options()).ok_or_else(|| fail("path"))?,
         })
     }
 
@@ -305,8 +292,10 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
                 let columns = |columns: &Vec<stacked::ColumnProof<_>>| {
                     columns.iter().map(Self::column).collect::<Result<Vec<_>, _>>()
                 };
-                let path =
-                    |options| levels(options).ok_or_else(|| fail("a path with a missing element".into()));
+                let path = |options| {
+                    Level::path_from_options(options)
+                        .ok_or_else(|| fail("a path with a missing element".into()))
+                };
                 Ok(ChallengeWitness {
                     challenge: p.comm_d_proofs.path_index() as u64,
                     data_leaf: p.comm_d_proofs.leaf().into(),

@@ -383,18 +383,9 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
                     .into_iter()
                     .zip(proof.as_options())
                     .map(|(leaf, path)| {
-                        let levels = path
-                            .into_iter()
-                            .map(|(siblings, index)| {
-                                Some(Level {
-                                    siblings: siblings.into_iter().collect::<Option<Vec<_>>>()?,
-                                    index: index?,
-                                })
-                            })
-                            .collect::<Option<Vec<Level>>>()
-                            .ok_or_else(|| {
-                                missing(format!("sector {unit}: a path with a missing element"))
-                            })?;
+                        let levels = Level::path_from_options(path).ok_or_else(|| {
+                            missing(format!("sector {unit}: a path with a missing element"))
+                        })?;
                         Ok((leaf.into(), levels))
                     })
                     .collect::<Result<Vec<_>, FilecoinError>>()?;
