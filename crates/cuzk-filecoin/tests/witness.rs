@@ -8,8 +8,8 @@
 //! 8 MiB in CI, 32 GiB with `--ignored`.
 
 use cuzk_core::{PartitionData, ProofPlan, R1csError};
-use cuzk_filecoin::plans::{compiled_r1cs, FilecoinPlan, FilecoinProof, PorepPlan, PostPlan};
-use cuzk_filecoin::request::{PorepInput, PostInput};
+use cuzk_filecoin::plans::{compiled_r1cs, FilecoinPlan, FilecoinProof, PorepPlan, PostPlan, SnapPlan};
+use cuzk_filecoin::request::{PorepInput, PostInput, SnapInput};
 use cuzk_filecoin::structure::{self, StructureSpec};
 use cuzk_filecoin::PlanOptions;
 use filecoin_proofs::{MerkleTreeTrait, SectorShape2KiB, SectorShape32GiB, SectorShape8MiB, TreeRHasher};
@@ -146,6 +146,56 @@ fn check_porep_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(nam
         started.elapsed().as_secs_f64()
     );
     assert_same_witness(name, &native, &gadgets);
+}
+
+/// Issue 35: every partition of a SnapDeals proof written natively equals
+/// the gadgets' witness, inputs and aux; the plan's own witness-only
+/// synthesis (what the engine runs) takes the native one without falling
+/// back.
+fn check_snap_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str, partitions: &[usize]) {
+    let request = request(name);
+    let plan = SnapPlan::<Tree>::new_with(SnapInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    let r1cs = compiled_r1cs(&ProofPlan::circuit_id(&plan), || plan.circuit(0)).unwrap();
+    for &k in partitions {
+        let started = Instant::now();
+        let gadgets = r1cs.witness(plan.circuit(k).unwrap()).unwrap();
+        let gadget_time = started.elapsed();
+        let started = Instant::now();
+        let native = plan.proof().native_witness(k).expect("a native writer").unwrap();
+        eprintln!(
+            "{name} partition {k}: {} aux, gadgets {:.2} s (one thread), native {:.3} s",
+            native.aux.len(),
+            gadget_time.as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        );
+        assert_same_witness(&format!("{name} partition {k}"), &native, &gadgets);
+        let fallbacks = cuzk_filecoin::plans::native_fallbacks();
+        let PartitionData::Witness(data) = ProofPlan::synthesize_witness(&plan, k).unwrap() else {
+            panic!("{name}: no witness-only form");
+        };
+        assert!(data.witness == gadgets, "{name} partition {k}: the plan's witness differs");
+        assert_eq!(
+            cuzk_filecoin::plans::native_fallbacks(),
+            fallbacks,
+            "{name} partition {k}: the plan fell back"
+        );
+    }
+}
+
+#[test]
+fn native_snap_2kib_witness_equals_the_gadgets() {
+    check_snap_native::<SectorShape2KiB>("snap-2k", &[0]);
+}
+
+#[test]
+fn native_snap_8mib_witness_equals_the_gadgets() {
+    check_snap_native::<SectorShape8MiB>("snap-8m", &[0, 3]);
+}
+
+#[test]
+#[ignore = "32 GiB: run on the GPU machine"]
+fn native_snap_32gib_witness_equals_the_gadgets() {
+    check_snap_native::<SectorShape32GiB>("snap-32g", &[0, 15]);
 }
 
 #[test]

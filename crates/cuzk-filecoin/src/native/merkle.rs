@@ -116,6 +116,57 @@ pub fn inclusion<H: TreeHash, U: PoseidonArity, V: PoseidonArity, W: PoseidonAri
     node
 }
 
+/// `por_no_challenge_input`: a path whose leaf, siblings (one list a level)
+/// and index bits (least significant first) are the caller's variables,
+/// allocated before; each level allocates the insert gadget's picks and its
+/// hash. The root's equality is a constraint (no allocation). Returns the
+/// root the path leads to.
+pub fn path_to_root<H: TreeHash, U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
+    w: &mut Assignment,
+    leaf: Scalar,
+    bits: &[bool],
+    path: &[Vec<Scalar>],
+) -> Scalar {
+    let (sub, top) = (V::to_usize() > 0, W::to_usize() > 0);
+    let upper = usize::from(sub) + usize::from(top);
+    assert!(
+        path.len() >= upper,
+        "a path shorter than its tree's sub and top levels"
+    );
+    let (base, rest) = path.split_at(path.len() - upper);
+    let mut bits = bits.iter().copied();
+    let mut node = leaf;
+    for siblings in base {
+        node = inserted_hash::<H, U>(w, node, siblings, &mut bits);
+    }
+    let mut rest = rest.iter();
+    if sub {
+        node = inserted_hash::<H, V>(w, node, rest.next().expect("counted"), &mut bits);
+    }
+    if top {
+        node = inserted_hash::<H, W>(w, node, rest.next().expect("counted"), &mut bits);
+    }
+    assert!(bits.next().is_none(), "more index bits than the path's levels take");
+    node
+}
+
+/// One level of [`path_to_root`]: the node inserted among the siblings by
+/// the next index bits, and the children's hash.
+fn inserted_hash<H: TreeHash, A: PoseidonArity>(
+    w: &mut Assignment,
+    node: Scalar,
+    siblings: &[Scalar],
+    bits: &mut impl Iterator<Item = bool>,
+) -> Scalar {
+    let arity = A::to_usize();
+    assert_eq!(siblings.len() + 1, arity, "a level of the wrong arity");
+    let index: Vec<bool> = (0..arity.trailing_zeros())
+        .map(|_| bits.next().expect("an index bit for every level"))
+        .collect();
+    let children = insert(w, node, &index, siblings);
+    H::hash::<A>(w, &children)
+}
+
 /// One level: the index bits (least significant first), the siblings, the
 /// children in order with the node inserted, and their hash.
 fn level_hash<H: TreeHash, A: PoseidonArity>(
@@ -215,7 +266,7 @@ fn insert(w: &mut Assignment, element: Scalar, bits: &[bool], elements: &[Scalar
 
 /// `insertion::select`: halves the choices by the bits, most significant
 /// first, one pick a pair.
-fn select(w: &mut Assignment, from: &[Scalar], bits: &[bool]) -> Scalar {
+pub fn select(w: &mut Assignment, from: &[Scalar], bits: &[bool]) -> Scalar {
     let mut state = from.to_vec();
     for &bit in bits.iter().rev() {
         let half = state.len() / 2;

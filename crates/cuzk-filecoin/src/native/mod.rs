@@ -17,6 +17,7 @@ pub mod porep;
 pub mod poseidon;
 pub mod post;
 pub mod sha256;
+pub mod snap;
 
 pub use bits::{Aux, Bit, Word};
 

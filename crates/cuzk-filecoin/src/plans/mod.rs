@@ -146,7 +146,12 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
         let id = self.0.circuit_id();
         let r1cs = compiled_r1cs(id, || self.0.circuit(index))?;
         if native_witness_enabled() {
-            if let Some(native) = self.0.native_witness(index) {
+            // A writer that panics (an input it did not foresee) falls back
+            // like one that fails its self-check.
+            let native = catch(|| self.0.native_witness(index)).unwrap_or_else(|text| {
+                Some(Err(FilecoinError::Synthesis(format!("{PANIC_MARK}: {text}"))))
+            });
+            if let Some(native) = native {
                 match native.and_then(|witness| self.check_native(&r1cs, index, witness)) {
                     Ok(witness) => return Ok((r1cs, witness)),
                     Err(e) => {

@@ -4,8 +4,11 @@ use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions};
 use crate::request::SnapInput;
 use crate::validate::{self, guard};
 use crate::FilecoinError;
+use crate::native::snap::{SnapChallenge, SnapWitness};
+use crate::native::{self, Assignment};
 use cuzk_core::request::cut_echoes;
-use cuzk_core::Scalar;
+use cuzk_core::{Scalar, Witness};
+use rayon::prelude::*;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{DefaultPieceDomain, MerkleTreeTrait, PoRepConfig, SectorUpdateConfig, TreeRHasher};
 use std::fmt;
@@ -155,6 +158,98 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
     }
 }
 
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
+    /// What partition `index`'s circuit needs, read from the circuit the
+    /// compound proof builds (its inputs are public fields), in the shape
+    /// the circuit takes them.
+    fn native_inputs(&self, index: usize) -> Result<SnapWitness, FilecoinError> {
+        let fail = |what: &str| FilecoinError::Synthesis(format!("partition {index}: {what}"));
+        let circuit = self.circuit(index)?;
+        let (params, public, private) = (&circuit.pub_params, &circuit.pub_inputs, &circuit.priv_inputs);
+        let value = |v: Option<Scalar>| v.ok_or_else(|| fail("a missing value"));
+        let values = |v: &[Option<Scalar>]| v.iter().map(|&x| value(x)).collect::<Result<Vec<_>, _>>();
+        let siblings = |levels: &[Vec<Option<Scalar>>]| {
+            levels
+                .iter()
+                .map(|level| match level.as_slice() {
+                    [one] => value(*one),
+                    _ => Err(fail("a tree D level without exactly one sibling")),
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let bits = params.challenge_bit_len;
+        let to_apex = bits
+            .checked_sub(params.partition_bit_len + params.apex_leaf_bit_len)
+            .ok_or_else(|| fail("a sector smaller than its apex tree"))?;
+        let first = private
+            .challenge_proofs
+            .first()
+            .ok_or_else(|| fail("no challenge proofs"))?;
+        let challenges = private
+            .challenge_proofs
+            .iter()
+            .map(|c| {
+                if c.path_d_new.len() != bits {
+                    return Err(fail("a tree D path of the wrong length"));
+                }
+                Ok(SnapChallenge {
+                    leaf_r_old: value(c.leaf_r_old)?,
+                    path_r_old: c.path_r_old.iter().map(|l| values(l)).collect::<Result<_, _>>()?,
+                    leaf_d_new: value(c.leaf_d_new)?,
+                    path_to_apex_leaf: siblings(&c.path_d_new[..to_apex])?,
+                    path_r_new: c.path_r_new.iter().map(|l| values(l)).collect::<Result<_, _>>()?,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if challenges.len() != params.challenge_count || private.apex_leafs.len() != params.apex_leaf_count {
+            return Err(fail("a partition proof of the wrong shape"));
+        }
+        Ok(SnapWitness {
+            k_and_h_select: value(public.k_and_h_select)?,
+            partition_bit_len: params.partition_bit_len,
+            challenge_bit_len: bits,
+            apex_leaf_bit_len: params.apex_leaf_bit_len,
+            hs: storage_proofs_update::constants::hs(params.sector_nodes).to_vec(),
+            comm_r_old: value(public.comm_r_old)?,
+            comm_d_new: value(public.comm_d_new)?,
+            comm_r_new: value(public.comm_r_new)?,
+            comm_c: value(private.comm_c)?,
+            root_r_old: value(private.root_r_old)?,
+            root_r_new: value(private.root_r_new)?,
+            apex_leafs: values(&private.apex_leafs)?,
+            partition_path: siblings(&first.path_d_new[bits - params.partition_bit_len..])?,
+            challenges,
+        })
+    }
+
+    /// Partition `index`'s witness: the prologue, then the challenges
+    /// written on the pool and laid end to end.
+    fn native_partition(&self, index: usize) -> Result<Witness, FilecoinError> {
+        let inputs = self.native_inputs(index)?;
+        let mut w = Assignment::with_capacity(self.constraints);
+        let shared = native::snap::prologue(&mut w, &inputs);
+        let written: Vec<Assignment> = cuzk_core::cores::parallel(|| {
+            (0..inputs.challenges.len())
+                .into_par_iter()
+                .map(|c| {
+                    let mut unit = Assignment::default();
+                    native::snap::challenge::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(
+                        &mut unit, &inputs, &shared, c,
+                    );
+                    unit
+                })
+                .collect()
+        });
+        for unit in written {
+            w.aux.extend_from_slice(&unit.aux);
+        }
+        Ok(Witness {
+            inputs: w.inputs,
+            aux: w.aux,
+        })
+    }
+}
+
 /// What `EmptySectorUpdateCircuit` asserts (panics on) while it is
 /// synthesised, for partition proofs that do not verify: per partition, one
 /// partition path (TreeD's top `partition_bit_len` levels) shared by all
@@ -263,6 +358,12 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> FilecoinProof for Sn
             Some(index),
         )
         .map_err(|e| FilecoinError::Synthesis(format!("partition {index} circuit: {e:#}")))
+    }
+
+    /// The partition written natively ([`crate::native::snap`]),
+    /// challenges in parallel.
+    fn native_witness(&self, index: usize) -> Option<Result<Witness, FilecoinError>> {
+        Some(self.native_partition(index))
     }
 
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {
