@@ -239,6 +239,7 @@ impl ProofArgs {
             &request,
             cuzk_filecoin::PlanOptions {
                 allow_unverifiable: true,
+                gadget_witness: false,
             },
         )?;
         Ok((submission, planned.plan, planned.unverifiable))

@@ -22,6 +22,7 @@ static PEAK_RSS: AtomicU64 = AtomicU64::new(0);
 
 const ALLOW: PlanOptions = PlanOptions {
     allow_unverifiable: true,
+    gadget_witness: false,
 };
 
 fn parse_spec(s: &str) -> Result<StructureSpec, String> {
@@ -112,6 +113,9 @@ pub fn run_inputs(args: RealInputsArgs) -> anyhow::Result<()> {
 pub enum Step {
     /// `cuzk_core::synthesize` (the bellperson-style constraint system).
     Synthesize,
+    /// The witness as the engine computes it (natively where the proof
+    /// type has a writer; checked equal to the gadgets' sequential one).
+    Native,
     /// a, b, c from the compiled R1CS and the witness.
     Assign,
     /// The witness by units on all cores (checked equal to the sequential one).
@@ -233,6 +237,9 @@ const MARGIN: u64 = 1 << 30;
 
 /// The measurement, as a [`CircuitWork`] on the partition's circuit.
 struct Measure {
+    /// The partition's plan, as the engine runs it (for the native step).
+    plan: Box<dyn cuzk_core::ProofPlan>,
+    partition: usize,
     skip: Vec<Step>,
     units_runs: usize,
     out: serde_json::Map<String, Value>,
@@ -287,6 +294,9 @@ impl CircuitWork for Measure {
         eprintln!("record (CompiledR1cs::record) ...");
         let t = Timed::start();
         let r1cs = CompiledR1cs::record(built).map_err(synthesis)?;
+        // Shared with the plan's cache, so its witness does not record again.
+        let circuit_id = self.plan.circuit_id();
+        let r1cs = cuzk_core::R1csCache::global().get_or_record(&circuit_id, || Ok::<_, FilecoinError>(r1cs))?;
         let record = t.stop(json!({
             "constraints": r1cs.num_constraints(),
             "inputs": r1cs.num_inputs(),
@@ -311,6 +321,34 @@ impl CircuitWork for Measure {
         let witness = r1cs.witness(circuit()?).map_err(synthesis)?;
         self.out
             .insert("witness".into(), t.stop(json!({ "aux": witness.aux.len() })));
+
+        // As the engine computes it: native where the type has a writer.
+        let generated_by = if self.fits("native", Step::Native, witness.heap_bytes()) {
+            eprintln!("witness as the engine computes it (ProofPlan::synthesize_witness) ...");
+            let natives = cuzk_filecoin::plans::native_witnesses();
+            let t = Timed::start();
+            let data = self
+                .plan
+                .synthesize_witness(self.partition)
+                .map_err(|e| FilecoinError::Synthesis(e.to_string()))?;
+            let native = cuzk_filecoin::plans::native_witnesses() > natives;
+            let mut step = t.stop(json!({ "native": native }));
+            let cuzk_core::PartitionData::Witness(engine) = data else {
+                return Err(FilecoinError::Synthesis("no witness-only form (CUZK_R1CS=off?)".into()));
+            };
+            let equal = engine.witness == witness;
+            step["equal_to_gadgets"] = json!(equal);
+            if !equal {
+                return Err(FilecoinError::Synthesis(
+                    "the engine's witness differs from the gadgets' sequential one".into(),
+                ));
+            }
+            let cpu = step["cpu_s"].as_f64();
+            self.out.insert("native".into(), step);
+            Some((if native { "native" } else { "gadgets" }, cpu))
+        } else {
+            None
+        };
 
         // By units: a second witness beside the first, to compare.
         let layout = units.as_ref().and_then(|u| r1cs.units(u.prefix));
@@ -355,6 +393,20 @@ impl CircuitWork for Measure {
             (None, _) => self.skipped("units", "the proof type has no units".into()),
             _ => {}
         }
+        // The generator the engine uses and its cost for one partition
+        // (the gadgets' by units where the engine would run them so).
+        let gadgets_cpu = |out: &serde_json::Map<String, Value>| {
+            ["units", "witness"]
+                .iter()
+                .find_map(|key| out.get(*key)?.get("cpu_s")?.as_f64())
+        };
+        let (generator, core_seconds) = match generated_by {
+            Some(("native", cpu)) => ("native", cpu),
+            _ => ("gadgets", gadgets_cpu(&self.out)),
+        };
+        self.out.insert("witness_generator".into(), json!(generator));
+        self.out
+            .insert("witness_core_seconds_per_partition".into(), json!(core_seconds));
 
         // a, b, c need the domain-sized vectors on top of the witness and
         // the compiled R1CS, both held now.
@@ -372,6 +424,7 @@ impl CircuitWork for Measure {
             drop(witness);
         }
         drop(r1cs);
+        cuzk_core::R1csCache::global().evict(&circuit_id);
 
         // bellperson-style synthesis last, alone in memory.
         if self.fits("synthesize", Step::Synthesize, full) {
@@ -492,7 +545,10 @@ pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
             measure.run(circuit, units)
         }
     }
+    let plan = cuzk_filecoin::plan_with(&request, ALLOW)?.plan;
     let measure = Measure {
+        plan,
+        partition: args.partition,
         skip: args.skip,
         units_runs: args.units_runs,
         out,

@@ -39,7 +39,9 @@ pub struct RealC2Args {
     /// The passes, in order, each `witness` (a, b, c on the device) or
     /// `host` (a, b, c on the host), with the proofs it submits at once:
     /// `witness:3,host:1` (a bare name: one proof); `@N` sets a pass's
-    /// sequential slots (`witness:3@2,witness:3@14`).
+    /// sequential slots (`witness:3@2,witness:3@14`); a `-gadgets` name
+    /// (`witness-gadgets:3`) computes every witness through the circuit's
+    /// gadgets, native writers left aside (the side-by-side run).
     #[arg(long, value_delimiter = ',', default_value = "witness", value_parser = parse_pass)]
     passes: Vec<Pass>,
     /// The engine's memory budget: parameters (about 47 GiB at 32 GiB),
@@ -79,6 +81,8 @@ struct Pass {
     count: usize,
     /// Sequential slots of this pass (`None`: `--sequential-slots`).
     slots: Option<usize>,
+    /// Witnesses through the gadgets even where a native writer exists.
+    gadgets: bool,
 }
 
 /// `witness:3@2`: the witness path, 3 proofs at once, 2 sequential slots
@@ -97,10 +101,14 @@ fn parse_pass(s: &str) -> Result<Pass, String> {
         None => (s, None),
     };
     let (name, count) = pass.split_once(':').unwrap_or((pass, "1"));
+    let (name, gadgets) = match name.strip_suffix("-gadgets") {
+        Some(name) => (name, true),
+        None => (name, false),
+    };
     let witness_only = match name {
         "witness" => true,
         "host" => false,
-        other => return Err(format!("unknown pass {other:?} (witness or host)")),
+        other => return Err(format!("unknown pass {other:?} (witness or host, each with -gadgets or not)")),
     };
     let count = count
         .parse::<usize>()
@@ -111,6 +119,7 @@ fn parse_pass(s: &str) -> Result<Pass, String> {
         witness_only,
         count,
         slots,
+        gadgets,
     })
 }
 
@@ -245,7 +254,9 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
         passes.push(run_pass(
             &args,
             &setup,
-            FilecoinPlans::new(dir.clone()).with_allow_unverifiable(true),
+            FilecoinPlans::new(dir.clone())
+                .with_allow_unverifiable(true)
+                .with_gadget_witness(pass.gadgets),
             *pass,
         )?);
     }
@@ -271,6 +282,7 @@ fn run_pass(
     plans: FilecoinPlans,
     pass: Pass,
 ) -> anyhow::Result<serde_json::Value> {
+    let witness = time_one_witness(&plans, setup)?;
     // Each pass's peak is its own (where the kernel lets it be reset).
     let peak_reset = crate::real::reset_peak_rss();
     let started = Instant::now();
@@ -328,6 +340,7 @@ fn run_pass(
             engine.submit(request).map(|outcome| outcome.job_id)
         })
         .collect::<Result<_, _>>()?;
+    let natives = cuzk_filecoin::plans::native_witnesses();
     let mut finished = Vec::new();
     for job in &jobs {
         let result = runtime.block_on(engine.wait(job, Some(Duration::from_secs(3600))))?;
@@ -337,6 +350,7 @@ fn run_pass(
         finished.push((started.elapsed(), result));
     }
     let wall = started.elapsed();
+    let natives = cuzk_filecoin::plans::native_witnesses() - natives;
     let busy = gpu_busy_seconds(&engine.metrics_text());
     let synthesis: f64 = finished.iter().map(|(_, r)| r.synthesis.as_secs_f64()).sum();
     let status = engine.status();
@@ -347,6 +361,10 @@ fn run_pass(
             "sector_size": args.spec.sector_size,
             "circuit_id": setup.circuit_id,
             "witness_only": witness_path,
+            "witness_generator": generator(natives, (pass.count * setup.partitions) as u64),
+            "witness_generator_alone": witness.generator,
+            "witness_core_seconds_per_partition": witness.core_seconds,
+            "witness_wall_s_per_partition": witness.wall_s,
             "count": pass.count,
             "partitions": setup.partitions,
             "constraints": setup.shape.constraints,
@@ -362,6 +380,7 @@ fn run_pass(
             "wall_s": wall.as_secs_f64(),
             "s_per_proof": wall.as_secs_f64() / pass.count as f64,
             "first_proof_s": finished[0].0.as_secs_f64(),
+            "steady_s_per_proof": steady_seconds_per_proof(&finished.iter().map(|(t, _)| *t).collect::<Vec<_>>()),
             "gpu_busy_s": busy,
             "gpu_busy_fraction": busy / wall.as_secs_f64(),
             "synthesis_partition_s_sum": synthesis,
@@ -370,4 +389,79 @@ fn run_pass(
     });
     println!("{figures}");
     Ok(figures)
+}
+
+/// One partition's witness timed alone, before the pass's engine starts
+/// (nothing else runs in the process then, so its CPU time is the
+/// witness's core-seconds).
+struct WitnessAlone {
+    generator: &'static str,
+    core_seconds: f64,
+    wall_s: f64,
+}
+
+/// Partition 0's witness through `plans` (the R1CS is already recorded),
+/// self-check included, as the engine computes it.
+fn time_one_witness(plans: &FilecoinPlans, setup: &Setup) -> anyhow::Result<WitnessAlone> {
+    let plan = plans.plan(&setup.request).context("not a Filecoin request")??;
+    let natives = cuzk_filecoin::plans::native_witnesses();
+    let (started, cpu) = (Instant::now(), crate::real::cpu_seconds());
+    let data = plan.synthesize_witness(0)?;
+    let (wall_s, core_seconds) = (started.elapsed().as_secs_f64(), crate::real::cpu_seconds() - cpu);
+    drop(data);
+    let generator = generator(cuzk_filecoin::plans::native_witnesses() - natives, 1);
+    eprintln!("one witness alone ({generator}): {wall_s:.2} s wall, {core_seconds:.1} core-s");
+    Ok(WitnessAlone {
+        generator,
+        core_seconds,
+        wall_s,
+    })
+}
+
+/// `native` when all `of` witnesses were written natively, `gadgets` when
+/// none was, `mixed` otherwise.
+fn generator(native: u64, of: u64) -> &'static str {
+    match native {
+        0 => "gadgets",
+        n if n >= of => "native",
+        _ => "mixed",
+    }
+}
+
+/// Seconds between completions after the first (`None` for one proof):
+/// the rate once the pipeline is full.
+fn steady_seconds_per_proof(completions: &[Duration]) -> Option<f64> {
+    let (first, last) = (completions.first()?, completions.last()?);
+    (completions.len() > 1).then(|| (*last - *first).as_secs_f64() / (completions.len() - 1) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passes_parse_with_slots_and_generator() {
+        let pass = parse_pass("witness-gadgets:3@2").unwrap();
+        assert_eq!(
+            pass,
+            Pass {
+                witness_only: true,
+                count: 3,
+                slots: Some(2),
+                gadgets: true
+            }
+        );
+        assert!(!parse_pass("host").unwrap().gadgets);
+        assert!(parse_pass("gadgets:1").is_err() && parse_pass("witness:0").is_err());
+    }
+
+    #[test]
+    fn steady_rate_is_between_completions_after_the_first() {
+        let at = |s: &[u64]| s.iter().map(|&s| Duration::from_secs(s)).collect::<Vec<_>>();
+        assert_eq!(steady_seconds_per_proof(&at(&[40])), None);
+        assert_eq!(steady_seconds_per_proof(&at(&[40, 55, 70, 85])), Some(15.0));
+        assert_eq!(generator(0, 10), "gadgets");
+        assert_eq!(generator(10, 10), "native");
+        assert_eq!(generator(3, 10), "mixed");
+    }
 }

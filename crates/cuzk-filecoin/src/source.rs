@@ -41,6 +41,19 @@ impl FilecoinPlans {
         Self {
             options: PlanOptions {
                 allow_unverifiable: allow,
+                ..self.options
+            },
+            ..self
+        }
+    }
+
+    /// `gadgets`: every witness through the circuit's gadgets, native
+    /// writers left aside (see [`PlanOptions::gadget_witness`]).
+    pub fn with_gadget_witness(self, gadgets: bool) -> Self {
+        Self {
+            options: PlanOptions {
+                gadget_witness: gadgets,
+                ..self.options
             },
             ..self
         }

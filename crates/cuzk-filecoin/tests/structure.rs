@@ -37,6 +37,7 @@ use storage_proofs_update::PartitionProof;
 
 const ALLOW: PlanOptions = PlanOptions {
     allow_unverifiable: true,
+    gadget_witness: false,
 };
 
 fn param_dir() -> PathBuf {

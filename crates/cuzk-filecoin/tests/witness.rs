@@ -18,6 +18,7 @@ use std::time::Instant;
 
 const ALLOW: PlanOptions = PlanOptions {
     allow_unverifiable: true,
+    gadget_witness: false,
 };
 
 fn request(name: &str) -> cuzk_core::ProofRequest {

@@ -94,6 +94,11 @@ pub struct PlanOptions {
     /// malformed input reaches storage-proofs, and a request whose vanilla
     /// proofs hold is verified as always.
     pub allow_unverifiable: bool,
+    /// Every witness through the circuit's gadgets, even where a native
+    /// writer exists ([`FilecoinProof::native_witness`]): for side-by-side
+    /// measurements. Off (native writers used) unless set;
+    /// `CUZK_NATIVE_WITNESS=off` does the same for a whole process.
+    pub gadget_witness: bool,
 }
 
 impl PlanOptions {
@@ -110,28 +115,43 @@ impl PlanOptions {
 }
 
 /// The plan of one Filecoin proof of type `P`.
-pub struct FilecoinPlan<P>(P);
+pub struct FilecoinPlan<P> {
+    proof: P,
+    /// Whether the witness is written natively where `P` can.
+    native_witness: bool,
+}
 
 impl<P: FilecoinProof> FilecoinPlan<P> {
-    /// The plan of `proof`.
+    /// The plan of `proof` (witnesses written natively where it can).
     pub fn from_proof(proof: P) -> Self {
-        Self(proof)
+        Self {
+            proof,
+            native_witness: true,
+        }
+    }
+
+    /// The plan of `proof`, planned with `options`.
+    pub(crate) fn with_options(proof: P, options: &PlanOptions) -> Self {
+        Self {
+            proof,
+            native_witness: !options.gadget_witness,
+        }
     }
 
     /// The proof type's side of the plan.
     pub fn proof(&self) -> &P {
-        &self.0
+        &self.proof
     }
 
     /// Partition `index`'s circuit, as `CompoundProof::circuit_proofs` builds it.
     pub fn circuit(&self, index: usize) -> Result<P::Circuit, FilecoinError> {
-        self.0.circuit(index)
+        self.proof.circuit(index)
     }
 
     /// Why the proof cannot verify, for a request planned as unverifiable
     /// ([`PlanOptions::allow_unverifiable`]); `None` otherwise.
     pub fn unverifiable(&self) -> Option<&str> {
-        self.0.unverifiable()
+        self.proof.unverifiable()
     }
 }
 
@@ -143,17 +163,20 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
     /// Both give the same witness; a unit pass that fails its checks falls
     /// back to the sequential one (with a warning).
     fn witness(&self, index: usize) -> Result<(Arc<CompiledR1cs>, Witness), FilecoinError> {
-        let id = self.0.circuit_id();
-        let r1cs = compiled_r1cs(id, || self.0.circuit(index))?;
-        if native_witness_enabled() {
+        let id = self.proof.circuit_id();
+        let r1cs = compiled_r1cs(id, || self.proof.circuit(index))?;
+        if self.native_witness && native_witness_enabled() {
             // A writer that panics (an input it did not foresee) falls back
             // like one that fails its self-check.
-            let native = catch(|| self.0.native_witness(index)).unwrap_or_else(|text| {
+            let native = catch(|| self.proof.native_witness(index)).unwrap_or_else(|text| {
                 Some(Err(FilecoinError::Synthesis(format!("{PANIC_MARK}: {text}"))))
             });
             if let Some(native) = native {
                 match native.and_then(|witness| self.check_native(&r1cs, index, witness)) {
-                    Ok(witness) => return Ok((r1cs, witness)),
+                    Ok(witness) => {
+                        NATIVE_WITNESSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        return Ok((r1cs, witness));
+                    }
                     Err(e) => {
                         NATIVE_FALLBACKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         tracing::warn!(circuit_id = id, partition = index, error = %e,
@@ -163,14 +186,14 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
             }
         }
         let layout = self
-            .0
+            .proof
             .unit_prefix()
             .filter(|_| parallel_witness_enabled())
             .and_then(|prefix| r1cs.units(prefix))
             .filter(|layout| layout.len() > 1);
         if let Some(layout) = layout {
             let by_units = r1cs.witness_by_units(&layout, |unit| {
-                self.0
+                self.proof
                     .unit_circuit(index, unit)
                     .map_err(|e| R1csError::UnitMismatch(e.to_string()))
             });
@@ -181,7 +204,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
             }
         }
         let witness = r1cs
-            .witness(self.0.circuit(index)?)
+            .witness(self.proof.circuit(index)?)
             .map_err(|e| FilecoinError::Synthesis(format!("witness with the compiled R1CS of {id}: {e}")))?;
         Ok((r1cs, witness))
     }
@@ -204,10 +227,10 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
         let fail =
             |what: String| FilecoinError::Synthesis(format!("native witness of partition {index}: {what}"));
         r1cs.check_rows(&witness, []).map_err(|e| fail(e.to_string()))?;
-        if witness.inputs[1..] != self.0.public_inputs(index)[..] {
+        if witness.inputs[1..] != self.proof.public_inputs(index)[..] {
             return Err(fail("its public inputs are not storage-proofs'".into()));
         }
-        if self.0.unverifiable().is_none() {
+        if self.proof.unverifiable().is_none() {
             let rows = r1cs.num_constraints();
             let stride = (rows / NATIVE_CHECKED_ROWS).max(1);
             r1cs.check_rows(&witness, (0..rows).step_by(stride).chain(rows.checked_sub(1)))
@@ -224,6 +247,15 @@ const NATIVE_CHECKED_ROWS: usize = 4096;
 /// Native witnesses that failed their self-check and were computed
 /// through the circuit instead, since the process started.
 static NATIVE_FALLBACKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Native witnesses that passed their self-check, since the process started.
+static NATIVE_WITNESSES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many partitions' witnesses were written natively (and passed their
+/// self-check); the others came from the gadgets.
+pub fn native_witnesses() -> u64 {
+    NATIVE_WITNESSES.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// How many native witnesses fell back to the circuit (a writer out of step
 /// with the gadgets: each is also a WARN line).
@@ -246,21 +278,21 @@ pub fn parallel_witness_enabled() -> bool {
 
 impl<P: FilecoinProof> fmt::Debug for FilecoinPlan<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        self.proof.fmt(f)
     }
 }
 
 impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
     fn circuit_id(&self) -> String {
-        self.0.circuit_id().to_owned()
+        self.proof.circuit_id().to_owned()
     }
 
     fn partitions(&self) -> usize {
-        self.0.partitions()
+        self.proof.partitions()
     }
 
     fn partition_bytes(&self) -> u64 {
-        in_flight_bytes(self.0.constraints())
+        in_flight_bytes(self.proof.constraints())
     }
 
     /// The storage-proofs circuit runs under [`catch`]: a panic in it fails
@@ -268,13 +300,13 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
     fn synthesize(&self, index: usize) -> Result<ProvingAssignment, PlanError> {
         let assignment = catch(|| {
             if !r1cs_enabled() {
-                return synth(|| self.0.circuit(index), self.0.constraints());
+                return synth(|| self.proof.circuit(index), self.proof.constraints());
             }
             let (r1cs, witness) = self.witness(index)?;
             r1cs.assign(witness).map_err(|e| {
                 FilecoinError::Synthesis(format!(
                     "a, b, c with the compiled R1CS of {}: {e}",
-                    self.0.circuit_id()
+                    self.proof.circuit_id()
                 ))
             })
         })
@@ -285,7 +317,7 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
     /// The witness (about one 32-byte scalar per constraint) with a
     /// quarter for the vectors' slack.
     fn witness_bytes(&self) -> Option<u64> {
-        r1cs_enabled().then(|| self.0.constraints() as u64 * 32 * 5 / 4)
+        r1cs_enabled().then(|| self.proof.constraints() as u64 * 32 * 5 / 4)
     }
 
     /// The witness through the circuit's compiled R1CS (recorded on first
@@ -305,11 +337,11 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
     /// Empty (so verification fails, naming the partition) if storage-proofs
     /// panics making them.
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {
-        catch(|| self.0.public_inputs(index)).unwrap_or_default()
+        catch(|| self.proof.public_inputs(index)).unwrap_or_default()
     }
 
     fn unverifiable(&self) -> Option<String> {
-        self.0.unverifiable().map(str::to_owned)
+        self.proof.unverifiable().map(str::to_owned)
     }
 
     /// First checks every partition with bellperson's verifier (cheap, and
@@ -318,9 +350,9 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
     /// unverifiable ([`PlanOptions::allow_unverifiable`]) is not verified:
     /// its proof could not pass, and the skip is logged.
     fn verify(&self, params: &ProvingParameters, proofs: &[Proof<Bls12>]) -> Result<(), PlanError> {
-        if let Some(reason) = self.0.unverifiable() {
+        if let Some(reason) = self.proof.unverifiable() {
             tracing::warn!(
-                circuit_id = self.0.circuit_id(),
+                circuit_id = self.proof.circuit_id(),
                 partitions = proofs.len(),
                 reason,
                 "UNVERIFIED proof: verification skipped for a request planned as unverifiable \
@@ -330,7 +362,7 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
         }
         catch(|| {
             cuzk_core::plan::verify_partitions(params, proofs, |index| self.public_inputs(index))?;
-            Ok(self.0.verify_whole(&proofs_bytes(proofs))?)
+            Ok(self.proof.verify_whole(&proofs_bytes(proofs))?)
         })
         .map_err(|text| PlanError::Verification(format!("{PANIC_MARK}: {text}")))?
     }

@@ -57,7 +57,7 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPlan<Tree> {
 
     /// The plan of a checked PoRep request, with `options`.
     pub fn new_with(input: PorepInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
-        Porep::new_with(input, options).map(FilecoinPlan::from_proof)
+        Porep::new_with(input, options).map(|proof| FilecoinPlan::with_options(proof, options))
     }
 }
 

@@ -62,7 +62,7 @@ impl<Tree: 'static + MerkleTreeTrait> PostPlan<Tree> {
 
     /// The plan of a checked PoSt request, with `options`.
     pub fn new_with(input: PostInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
-        Post::new_with(input, options).map(FilecoinPlan::from_proof)
+        Post::new_with(input, options).map(|proof| FilecoinPlan::with_options(proof, options))
     }
 }
 

@@ -49,7 +49,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapPlan<Tree> {
 
     /// The plan of a checked SnapDeals request, with `options`.
     pub fn new_with(input: SnapInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
-        Snap::new_with(input, options).map(FilecoinPlan::from_proof)
+        Snap::new_with(input, options).map(|proof| FilecoinPlan::with_options(proof, options))
     }
 }
 
