@@ -13,6 +13,14 @@
 //! compute at once however many partitions are in flight, and another
 //! worker builds its circuit on the lent core meanwhile.
 //!
+//! A long single-threaded pass that takes no lock (a witness computed
+//! sequentially where the circuit has no units and no native writer) runs
+//! as one task of the pool instead ([`on_pool`]), in one of a bounded
+//! number of **pool seats** (half the pool): several such partitions then
+//! use the cores the slots would leave idle, and the other half of the
+//! pool stays free for the parallel passes (the provers' host work, a
+//! PoSt's witness).
+//!
 //! Why syntheses do not simply run on the pool: a pool thread waiting inside
 //! a parallel pass steals queued work, and a stolen synthesis that waits on
 //! a lock held lower on the same stack (a circuit's one-time recording, a
@@ -60,6 +68,11 @@ pub struct Slots {
     state: Mutex<SlotState>,
     freed: Condvar,
     total: usize,
+    /// Sequential passes running on the pool ([`on_pool`]), and the most
+    /// that may.
+    seats: Mutex<usize>,
+    seat_freed: Condvar,
+    seats_total: usize,
 }
 
 /// What [`Slots::snapshot`] reports.
@@ -73,8 +86,14 @@ pub struct SlotsSnapshot {
 }
 
 impl Slots {
-    /// `total` slots (at least one).
+    /// `total` slots (at least one), and pool seats for half the pool.
     pub fn new(total: usize) -> Arc<Self> {
+        Self::with_pool_seats(total, rayon::current_num_threads() / 2)
+    }
+
+    /// `total` slots and `seats` sequential passes on the pool at once
+    /// (each at least one).
+    pub fn with_pool_seats(total: usize, seats: usize) -> Arc<Self> {
         let total = total.max(1);
         Arc::new(Self {
             state: Mutex::new(SlotState {
@@ -83,7 +102,25 @@ impl Slots {
             }),
             freed: Condvar::new(),
             total,
+            seats: Mutex::new(0),
+            seat_freed: Condvar::new(),
+            seats_total: seats.max(1),
         })
+    }
+
+    /// Waits for a pool seat (the caller keeps its slot meanwhile: every
+    /// seat is computing, so no core idles).
+    fn take_seat(&self) {
+        let mut taken = lock(&self.seats);
+        while *taken >= self.seats_total {
+            taken = self.seat_freed.wait(taken).unwrap_or_else(|e| e.into_inner());
+        }
+        *taken += 1;
+    }
+
+    fn leave_seat(&self) {
+        *lock(&self.seats) -= 1;
+        self.seat_freed.notify_one();
     }
 
     pub fn snapshot(&self) -> SlotsSnapshot {
@@ -184,6 +221,31 @@ pub fn parallel<T>(work: impl FnOnce() -> T) -> T {
     }
     let _lent = Lent(held);
     work()
+}
+
+/// Runs `work`, a single-threaded pass that waits on no lock another
+/// synthesis may hold, as one task of the pool in one of the slots' pool
+/// seats, the caller's slot lent meanwhile: sequential passes of several
+/// partitions then run on the pool's cores rather than queue for the few
+/// slots. A caller that holds no slot just runs `work`. Panics are
+/// re-raised here.
+pub fn on_pool<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    let Some(slots) = HELD.with(|held| held.borrow().as_ref().map(|(slots, _)| Arc::clone(slots))) else {
+        return work();
+    };
+    slots.take_seat();
+    struct Seat<'a>(&'a Slots);
+    impl Drop for Seat<'_> {
+        fn drop(&mut self) {
+            self.0.leave_seat();
+        }
+    }
+    let _seat = Seat(&slots);
+    parallel(|| {
+        let mut out = None;
+        rayon::in_place_scope(|scope| scope.spawn(|_| out = Some(work())));
+        out.expect("the pool task ran (a panic would have been re-raised)")
+    })
 }
 
 /// Runs `work` on every item, on the pool and, unless it holds a
@@ -311,6 +373,41 @@ mod tests {
             });
         });
         assert_eq!(slots.snapshot().in_use, 0);
+    }
+
+    #[test]
+    fn sequential_passes_on_the_pool_run_beyond_the_slots_within_the_seats() {
+        // One slot, two seats: two passes meet at the barrier only if both
+        // run at once (the slot lent while each runs on the pool); a third
+        // never joins them (the deadline turns a wait into a failure).
+        let slots = Slots::with_pool_seats(1, 2);
+        let inside = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let met = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    in_slot(&slots, Priority::Normal, || {
+                        on_pool(|| {
+                            let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(now, Ordering::SeqCst);
+                            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+                            while inside.load(Ordering::SeqCst) < 2 && met.load(Ordering::SeqCst) == 0 {
+                                assert!(std::time::Instant::now() < deadline, "no second pass beside this one");
+                                std::thread::sleep(Duration::from_millis(1));
+                            }
+                            met.fetch_add(1, Ordering::SeqCst);
+                            std::thread::sleep(Duration::from_millis(30));
+                            inside.fetch_sub(1, Ordering::SeqCst);
+                        });
+                        assert!(HELD.with(|h| h.borrow().is_some()), "the slot is taken back");
+                    })
+                });
+            }
+        });
+        assert_eq!(most.load(Ordering::SeqCst), 2, "more passes than seats, or fewer than two");
+        assert_eq!(slots.snapshot().in_use, 0);
+        assert_eq!(*lock(&slots.seats), 0, "every seat left");
     }
 
     #[test]

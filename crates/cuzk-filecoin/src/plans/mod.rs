@@ -203,9 +203,13 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
                     "witness by units failed its checks; computing it sequentially"),
             }
         }
-        let witness = r1cs
-            .witness(self.proof.circuit(index)?)
-            .map_err(|e| FilecoinError::Synthesis(format!("witness with the compiled R1CS of {id}: {e}")))?;
+        // One pool task in a pool seat, the worker's slot lent meanwhile:
+        // partitions without units or a native writer then run side by side
+        // on the pool's cores rather than queue for the few slots.
+        let witness = cuzk_core::cores::on_pool(|| {
+            r1cs.witness(self.proof.circuit(index)?)
+                .map_err(|e| FilecoinError::Synthesis(format!("witness with the compiled R1CS of {id}: {e}")))
+        })?;
         Ok((r1cs, witness))
     }
 }
