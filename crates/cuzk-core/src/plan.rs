@@ -159,6 +159,13 @@ pub trait PlanSource: Send + Sync + std::fmt::Debug {
     /// not this source's, or an error when it is this source's but can
     /// never be served (out of bounds, malformed).
     fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>>;
+    /// The source's own event counts since the process started (monotonic),
+    /// exported by the engine as `cuzk_plan_source_events_total{source,
+    /// event}`: the Filecoin source's native witnesses and their fallbacks
+    /// to the gadgets, say. None by default.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// Parameters read from a `.params` file.

@@ -518,6 +518,11 @@ impl Engine {
         m.budget_used_bytes.set(used as i64);
         m.r1cs_bytes.set(shared.dispatch.reserved() as i64);
         m.uptime_seconds.set(shared.started.elapsed().as_secs_f64());
+        // The sources count on their own (monotonic): the counters catch up.
+        for (source, event, count) in shared.sources.counters() {
+            let counter = m.source_events.with_label_values(&[source, event]);
+            counter.inc_by(count.saturating_sub(counter.get()));
+        }
         let resident: u64 = shared
             .srs
             .status()

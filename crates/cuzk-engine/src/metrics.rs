@@ -33,6 +33,7 @@ pub struct Metrics {
     pub(crate) prover_queue: IntGauge,
     pub(crate) srs_resident_bytes: IntGauge,
     pub(crate) uptime_seconds: Gauge,
+    pub(crate) source_events: IntCounterVec,
 }
 
 impl Metrics {
@@ -145,6 +146,14 @@ impl Metrics {
                 "Host bytes of compiled R1CS held (counted by the memory budget)",
             ),
             uptime_seconds: Gauge::new("uptime_seconds", "Seconds since the engine started").unwrap(),
+            source_events: IntCounterVec::new(
+                Opts::new(
+                    "plan_source_events_total",
+                    "Events a plan source counts (the Filecoin source: native_witness, native_witness_fallback)",
+                ),
+                &["source", "event"],
+            )
+            .unwrap(),
             registry,
         };
         let r = &metrics.registry;
@@ -167,6 +176,7 @@ impl Metrics {
         r.register(Box::new(metrics.r1cs_bytes.clone())).unwrap();
         r.register(Box::new(metrics.unverified.clone())).unwrap();
         r.register(Box::new(metrics.uptime_seconds.clone())).unwrap();
+        r.register(Box::new(metrics.source_events.clone())).unwrap();
         // Every series exists from the start at 0: Prometheus' rate() and
         // increase() miss a series' first increment, so the first failure
         // of a kind would otherwise not show on a dashboard.

@@ -15,6 +15,17 @@ impl PlanSources {
         Self(sources)
     }
 
+    /// Every source's event counts ([`PlanSource::counters`]), with its name.
+    pub(crate) fn counters(&self) -> Vec<(&'static str, &'static str, u64)> {
+        self.0
+            .iter()
+            .flat_map(|source| {
+                let name = source.name();
+                source.counters().into_iter().map(move |(event, n)| (name, event, n))
+            })
+            .collect()
+    }
+
     /// The plan of `request`, from the first source that claims it.
     pub(crate) fn plan(&self, request: &ProofRequest) -> Result<Box<dyn ProofPlan>, EngineError> {
         self.0

@@ -55,6 +55,8 @@ impl ProofPlan for Marked {
 struct Source {
     inner: Arc<dyn PlanSource>,
     reason: Option<String>,
+    /// Requests planned: a count of the source's own, exported by the engine.
+    planned: std::sync::atomic::AtomicU64,
 }
 
 impl PlanSource for Source {
@@ -63,6 +65,7 @@ impl PlanSource for Source {
     }
     fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
         let reason = self.reason.clone();
+        self.planned.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Some(
             self.inner
                 .plan(request)?
@@ -72,12 +75,16 @@ impl PlanSource for Source {
     fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
         self.inner.parameters(circuit_id)
     }
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("planned", self.planned.load(std::sync::atomic::Ordering::Relaxed))]
+    }
 }
 
 fn run(dir: &std::path::Path, reason: Option<&str>, seed: u64) -> (Engine, cuzk_engine::JobResult) {
     let source = Source {
         inner: synthetic(dir),
         reason: reason.map(str::to_owned),
+        planned: Default::default(),
     };
     let engine = Engine::start(EngineConfig::default(), Vec::new(), vec![Arc::new(source)]).unwrap();
     let job = engine.submit(request_for(&spec(SIZE, 2, seed), None)).unwrap();
@@ -99,7 +106,12 @@ fn an_unverifiable_request_completes_marked_and_counted() {
     assert_eq!(result.error, "UNVERIFIED: random benchmark inputs");
     // The proof itself is a real one (the synthetic circuit's witness holds).
     check_proof(dir.path(), &spec(SIZE, 2, 3), &result.proof);
-    assert!(engine.metrics_text().contains("cuzk_proofs_unverified_total 1"));
+    let metrics = engine.metrics_text();
+    assert!(metrics.contains("cuzk_proofs_unverified_total 1"));
+    // A source's own counts are exported (and read again, not added twice).
+    let planned = r#"cuzk_plan_source_events_total{event="planned",source="marked"} 1"#;
+    assert!(metrics.contains(planned), "{metrics}");
+    assert!(engine.metrics_text().contains(planned));
     engine.shutdown(Duration::from_secs(5));
 }
 

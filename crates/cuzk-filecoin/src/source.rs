@@ -104,6 +104,16 @@ impl PlanSource for FilecoinPlans {
         "filecoin"
     }
 
+    /// Partitions whose witness was written natively, and native witnesses
+    /// that failed their self-check and came from the gadgets instead
+    /// (each also a WARN line).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("native_witness", crate::plans::native_witnesses()),
+            ("native_witness_fallback", crate::plans::native_fallbacks()),
+        ]
+    }
+
     fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
         Some(
             crate::plan_with(request, self.options)
