@@ -12,7 +12,6 @@ use filecoin_hashers::Domain;
 use filecoin_proofs::{
     parameters::setup_params, DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait, PoRepConfig,
 };
-use rayon::prelude::*;
 use std::fmt;
 use storage_proofs_core::drgraph::Graph;
 use storage_proofs_core::merkle::MerkleProofTrait;
@@ -321,31 +320,12 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
     /// written natively on the pool and laid end to end.
     fn native_partition(&self, index: usize) -> Result<Witness, FilecoinError> {
         let inputs = self.native_inputs(index)?;
-        let mut w = Assignment::with_capacity(self.constraints);
+        let mut w = Assignment::default();
         let replica_bits = native::porep::prologue(&mut w, &inputs);
-        let written: Vec<Assignment> = cuzk_core::cores::parallel(|| {
-            inputs
-                .challenges
-                .par_iter()
-                .map(|c| {
-                    let mut unit = Assignment::default();
-                    native::porep::challenge::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(
-                        &mut unit,
-                        &replica_bits,
-                        c,
-                    );
-                    unit
-                })
-                .collect()
-        });
-        for unit in written {
-            w.inputs.extend_from_slice(&unit.inputs[1..]);
-            w.aux.extend_from_slice(&unit.aux);
-        }
-        Ok(Witness {
-            inputs: w.inputs,
-            aux: w.aux,
+        native::lay_out(w, &inputs.challenges, |unit, c| {
+            native::porep::challenge::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(unit, &replica_bits, c)
         })
+        .map_err(|e| FilecoinError::Synthesis(format!("native witness of partition {index}: {e}")))
     }
 }
 

@@ -10,13 +10,11 @@ use crate::validate::{self, guard};
 use crate::FilecoinError;
 use cuzk_core::request::cut_echoes;
 use cuzk_core::{Scalar, Witness};
-use ff::Field;
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
     parameters::{window_post_setup_params, winning_post_setup_params},
     FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType, PublicReplicaInfo,
 };
-use rayon::prelude::*;
 use std::fmt;
 use storage_proofs_core::{
     compound_proof, compound_proof::CompoundProof, merkle::MerkleProofTrait, proof::ProofScheme,
@@ -399,34 +397,14 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
             .collect()
     }
 
-    /// Partition `index`'s witness, sectors written natively on the pool
-    /// (a batch at a time, so the partition's witness is held about once).
+    /// Partition `index`'s witness, sectors written natively on the pool,
+    /// each into its own stretch of the aux vector.
     fn native_partition(&self, index: usize) -> Result<Witness, FilecoinError> {
         let sectors = self.native_sectors(index)?;
-        let mut witness = Witness {
-            inputs: vec![Scalar::ONE],
-            aux: Vec::with_capacity(self.constraints),
-        };
-        const SECTORS_PER_BATCH: usize = 64;
-        for batch in sectors.chunks(SECTORS_PER_BATCH) {
-            let written: Vec<Assignment> = cuzk_core::cores::parallel(|| {
-                batch
-                    .par_iter()
-                    .map(|sector| {
-                        let mut w = Assignment::default();
-                        native::post::sector::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(
-                            &mut w, sector,
-                        );
-                        w
-                    })
-                    .collect()
-            });
-            for w in written {
-                witness.inputs.extend_from_slice(&w.inputs[1..]);
-                witness.aux.extend_from_slice(&w.aux);
-            }
-        }
-        Ok(witness)
+        native::lay_out(Assignment::default(), &sectors, |w, sector| {
+            native::post::sector::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(w, sector)
+        })
+        .map_err(|e| FilecoinError::Synthesis(format!("native witness of partition {index}: {e}")))
     }
 }
 

@@ -8,7 +8,6 @@ use crate::native::snap::{SnapChallenge, SnapWitness};
 use crate::native::{self, Assignment};
 use cuzk_core::request::cut_echoes;
 use cuzk_core::{Scalar, Witness};
-use rayon::prelude::*;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{DefaultPieceDomain, MerkleTreeTrait, PoRepConfig, SectorUpdateConfig, TreeRHasher};
 use std::fmt;
@@ -226,27 +225,13 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
     /// written on the pool and laid end to end.
     fn native_partition(&self, index: usize) -> Result<Witness, FilecoinError> {
         let inputs = self.native_inputs(index)?;
-        let mut w = Assignment::with_capacity(self.constraints);
+        let mut w = Assignment::default();
         let shared = native::snap::prologue(&mut w, &inputs);
-        let written: Vec<Assignment> = cuzk_core::cores::parallel(|| {
-            (0..inputs.challenges.len())
-                .into_par_iter()
-                .map(|c| {
-                    let mut unit = Assignment::default();
-                    native::snap::challenge::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(
-                        &mut unit, &inputs, &shared, c,
-                    );
-                    unit
-                })
-                .collect()
-        });
-        for unit in written {
-            w.aux.extend_from_slice(&unit.aux);
-        }
-        Ok(Witness {
-            inputs: w.inputs,
-            aux: w.aux,
+        let challenges: Vec<usize> = (0..inputs.challenges.len()).collect();
+        native::lay_out(w, &challenges, |unit, &c| {
+            native::snap::challenge::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(unit, &inputs, &shared, c)
         })
+        .map_err(|e| FilecoinError::Synthesis(format!("native witness of partition {index}: {e}")))
     }
 }
 
