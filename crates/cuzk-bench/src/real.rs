@@ -296,7 +296,8 @@ impl CircuitWork for Measure {
         let r1cs = CompiledR1cs::record(built).map_err(synthesis)?;
         // Shared with the plan's cache, so its witness does not record again.
         let circuit_id = self.plan.circuit_id();
-        let r1cs = cuzk_core::R1csCache::global().get_or_record(&circuit_id, || Ok::<_, FilecoinError>(r1cs))?;
+        let r1cs =
+            cuzk_core::R1csCache::global().get_or_record(&circuit_id, || Ok::<_, FilecoinError>(r1cs))?;
         let record = t.stop(json!({
             "constraints": r1cs.num_constraints(),
             "inputs": r1cs.num_inputs(),
@@ -334,7 +335,9 @@ impl CircuitWork for Measure {
             let native = cuzk_filecoin::plans::native_witnesses() > natives;
             let mut step = t.stop(json!({ "native": native }));
             let cuzk_core::PartitionData::Witness(engine) = data else {
-                return Err(FilecoinError::Synthesis("no witness-only form (CUZK_R1CS=off?)".into()));
+                return Err(FilecoinError::Synthesis(
+                    "no witness-only form (CUZK_R1CS=off?)".into(),
+                ));
             };
             let equal = engine.witness == witness;
             step["equal_to_gadgets"] = json!(equal);

@@ -108,7 +108,11 @@ fn parse_pass(s: &str) -> Result<Pass, String> {
     let witness_only = match name {
         "witness" => true,
         "host" => false,
-        other => return Err(format!("unknown pass {other:?} (witness or host, each with -gadgets or not)")),
+        other => {
+            return Err(format!(
+                "unknown pass {other:?} (witness or host, each with -gadgets or not)"
+            ))
+        }
     };
     let count = count
         .parse::<usize>()

@@ -393,7 +393,10 @@ mod tests {
                             most.fetch_max(now, Ordering::SeqCst);
                             let deadline = std::time::Instant::now() + Duration::from_secs(20);
                             while inside.load(Ordering::SeqCst) < 2 && met.load(Ordering::SeqCst) == 0 {
-                                assert!(std::time::Instant::now() < deadline, "no second pass beside this one");
+                                assert!(
+                                    std::time::Instant::now() < deadline,
+                                    "no second pass beside this one"
+                                );
                                 std::thread::sleep(Duration::from_millis(1));
                             }
                             met.fetch_add(1, Ordering::SeqCst);
@@ -405,7 +408,11 @@ mod tests {
                 });
             }
         });
-        assert_eq!(most.load(Ordering::SeqCst), 2, "more passes than seats, or fewer than two");
+        assert_eq!(
+            most.load(Ordering::SeqCst),
+            2,
+            "more passes than seats, or fewer than two"
+        );
         assert_eq!(slots.snapshot().in_use, 0);
         assert_eq!(*lock(&slots.seats), 0, "every seat left");
     }

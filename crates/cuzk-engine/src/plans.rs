@@ -21,7 +21,10 @@ impl PlanSources {
             .iter()
             .flat_map(|source| {
                 let name = source.name();
-                source.counters().into_iter().map(move |(event, n)| (name, event, n))
+                source
+                    .counters()
+                    .into_iter()
+                    .map(move |(event, n)| (name, event, n))
             })
             .collect()
     }

@@ -153,7 +153,10 @@ fn check_porep_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(nam
 /// the gadgets' witness, inputs and aux; the plan's own witness-only
 /// synthesis (what the engine runs) takes the native one without falling
 /// back.
-fn check_snap_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str, partitions: &[usize]) {
+fn check_snap_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    name: &str,
+    partitions: &[usize],
+) {
     let request = request(name);
     let plan = SnapPlan::<Tree>::new_with(SnapInput::parse(&request).unwrap(), &ALLOW).unwrap();
     let r1cs = compiled_r1cs(&ProofPlan::circuit_id(&plan), || plan.circuit(0)).unwrap();
@@ -174,7 +177,10 @@ fn check_snap_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name
         let PartitionData::Witness(data) = ProofPlan::synthesize_witness(&plan, k).unwrap() else {
             panic!("{name}: no witness-only form");
         };
-        assert!(data.witness == gadgets, "{name} partition {k}: the plan's witness differs");
+        assert!(
+            data.witness == gadgets,
+            "{name} partition {k}: the plan's witness differs"
+        );
         assert_eq!(
             cuzk_filecoin::plans::native_fallbacks(),
             fallbacks,

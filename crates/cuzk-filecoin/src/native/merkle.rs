@@ -146,7 +146,10 @@ pub fn path_to_root<H: TreeHash, U: PoseidonArity, V: PoseidonArity, W: Poseidon
     if top {
         node = inserted_hash::<H, W>(w, node, rest.next().expect("counted"), &mut bits);
     }
-    assert!(bits.next().is_none(), "more index bits than the path's levels take");
+    assert!(
+        bits.next().is_none(),
+        "more index bits than the path's levels take"
+    );
     node
 }
 

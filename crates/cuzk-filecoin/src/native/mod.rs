@@ -66,7 +66,7 @@ impl<'a> Assignment<'a> {
 
     /// Whether every variable of the stretch was written.
     fn filled(&self) -> bool {
-        self.stretch.as_ref().map_or(true, |(out, at)| *at == out.len())
+        self.stretch.as_ref().is_none_or(|(out, at)| *at == out.len())
     }
 
     /// One public input.

@@ -168,9 +168,8 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
         if self.native_witness && native_witness_enabled() {
             // A writer that panics (an input it did not foresee) falls back
             // like one that fails its self-check.
-            let native = catch(|| self.proof.native_witness(index)).unwrap_or_else(|text| {
-                Some(Err(FilecoinError::Synthesis(format!("{PANIC_MARK}: {text}"))))
-            });
+            let native = catch(|| self.proof.native_witness(index))
+                .unwrap_or_else(|text| Some(Err(FilecoinError::Synthesis(format!("{PANIC_MARK}: {text}")))));
             if let Some(native) = native {
                 match native.and_then(|witness| self.check_native(&r1cs, index, witness)) {
                     Ok(witness) => {

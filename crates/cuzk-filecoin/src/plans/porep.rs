@@ -323,7 +323,11 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         let mut w = Assignment::default();
         let replica_bits = native::porep::prologue(&mut w, &inputs);
         native::lay_out(w, &inputs.challenges, |unit, c| {
-            native::porep::challenge::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(unit, &replica_bits, c)
+            native::porep::challenge::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(
+                unit,
+                &replica_bits,
+                c,
+            )
         })
         .map_err(|e| FilecoinError::Synthesis(format!("native witness of partition {index}: {e}")))
     }

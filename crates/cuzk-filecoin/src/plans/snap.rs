@@ -1,11 +1,11 @@
 //! SnapDeals empty-sector update: one partition per vanilla partition proof.
 
 use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions};
+use crate::native::snap::{SnapChallenge, SnapWitness};
+use crate::native::{self, Assignment};
 use crate::request::SnapInput;
 use crate::validate::{self, guard};
 use crate::FilecoinError;
-use crate::native::snap::{SnapChallenge, SnapWitness};
-use crate::native::{self, Assignment};
 use cuzk_core::request::cut_echoes;
 use cuzk_core::{Scalar, Witness};
 use filecoin_hashers::{Domain, Hasher};
@@ -229,7 +229,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
         let shared = native::snap::prologue(&mut w, &inputs);
         let challenges: Vec<usize> = (0..inputs.challenges.len()).collect();
         native::lay_out(w, &challenges, |unit, &c| {
-            native::snap::challenge::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(unit, &inputs, &shared, c)
+            native::snap::challenge::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(
+                unit, &inputs, &shared, c,
+            )
         })
         .map_err(|e| FilecoinError::Synthesis(format!("native witness of partition {index}: {e}")))
     }
