@@ -172,6 +172,7 @@ async fn winning_and_window_post_verify_with_filecoin_proofs() {
         prover_id
     )
     .unwrap());
+    assert_native_witnesses(&mut client, 2).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -199,6 +200,29 @@ async fn porep_c2_verifies_with_filecoin_proofs() {
     )
     .unwrap();
     assert!(verified, "filecoin-proofs verify_seal rejected our PoRep proof");
+    // The accepted proof was made from the native witness (issue 35), not
+    // from the gadgets after a failed self-check.
+    assert_native_witnesses(&mut client, 1).await;
+}
+
+/// The daemon's metrics count at least `at_least` partitions whose witness
+/// was written natively, and no native witness that fell back.
+async fn assert_native_witnesses(client: &mut Client, at_least: u64) {
+    let metrics = client
+        .get_metrics(pb::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text;
+    let count = |event: &str| -> u64 {
+        let series = format!("cuzk_plan_source_events_total{{event=\"{event}\",source=\"filecoin\"}} ");
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&series)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series}in the metrics:\n{metrics}"))
+    };
+    assert!(count("native_witness") >= at_least, "{metrics}");
+    assert_eq!(count("native_witness_fallback"), 0, "{metrics}");
 }
 
 // SnapDeals 2 KiB parameters take about 14 minutes to generate on 2 cores
@@ -228,6 +252,7 @@ async fn snapdeals_verifies_with_filecoin_proofs() {
     )
     .unwrap();
     assert!(verified, "filecoin-proofs rejected our SnapDeals proof");
+    assert_native_witnesses(&mut client, snap.vanilla_proofs.len() as u64).await;
 }
 
 async fn refused(client: &mut Client, request: pb::SubmitProofRequest, names: &str) {
