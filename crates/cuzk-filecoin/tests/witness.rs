@@ -273,3 +273,69 @@ fn window_post_8mib_witness_by_sectors_equals_the_sequential_pass() {
 fn window_post_32gib_witness_by_sectors_equals_the_sequential_pass() {
     check_post::<SectorShape32GiB>("window-post-32g");
 }
+
+/// A PoRep whose native writer panics (an input it did not foresee): the
+/// rest is the real plan's.
+#[derive(Debug)]
+struct PanickingWriter(PorepPlan<SectorShape2KiB>);
+
+impl FilecoinProof for PanickingWriter {
+    type Circuit = <cuzk_filecoin::plans::Porep<SectorShape2KiB> as FilecoinProof>::Circuit;
+    fn circuit_id(&self) -> &str {
+        self.0.proof().circuit_id()
+    }
+    fn partitions(&self) -> usize {
+        self.0.proof().partitions()
+    }
+    fn constraints(&self) -> usize {
+        self.0.proof().constraints()
+    }
+    fn circuit(&self, index: usize) -> Result<Self::Circuit, cuzk_filecoin::FilecoinError> {
+        self.0.circuit(index)
+    }
+    fn unit_prefix(&self) -> Option<&'static str> {
+        self.0.proof().unit_prefix()
+    }
+    fn unit_circuit(&self, index: usize, unit: usize) -> Result<Self::Circuit, cuzk_filecoin::FilecoinError> {
+        self.0.proof().unit_circuit(index, unit)
+    }
+    fn native_witness(
+        &self,
+        _index: usize,
+    ) -> Option<Result<cuzk_core::Witness, cuzk_filecoin::FilecoinError>> {
+        panic!("a native writer that did not foresee its input")
+    }
+    fn public_inputs(&self, index: usize) -> Vec<cuzk_core::Scalar> {
+        self.0.proof().public_inputs(index)
+    }
+    fn verify_whole(&self, proof: &[u8]) -> Result<(), cuzk_filecoin::FilecoinError> {
+        self.0.proof().verify_whole(proof)
+    }
+    fn unverifiable(&self) -> Option<&str> {
+        self.0.proof().unverifiable()
+    }
+}
+
+/// A native writer that panics falls back to the gadgets (counted), as one
+/// that fails its self-check does, instead of failing the partition.
+#[test]
+fn native_writer_that_panics_falls_back_to_the_gadgets() {
+    let request = request("porep-2k");
+    let real = PorepPlan::<SectorShape2KiB>::new_with(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    let r1cs = compiled_r1cs(&ProofPlan::circuit_id(&real), || real.circuit(0)).unwrap();
+    let gadgets = r1cs.witness(real.circuit(0).unwrap()).unwrap();
+    let plan = FilecoinPlan::from_proof(PanickingWriter(real));
+    let fallbacks = cuzk_filecoin::plans::native_fallbacks();
+    let PartitionData::Witness(data) = ProofPlan::synthesize_witness(&plan, 0).expect("the gadgets' witness")
+    else {
+        panic!("no witness-only form");
+    };
+    assert!(
+        data.witness == gadgets,
+        "the fallback's witness is not the gadgets'"
+    );
+    assert!(
+        cuzk_filecoin::plans::native_fallbacks() > fallbacks,
+        "the fallback was not counted"
+    );
+}
