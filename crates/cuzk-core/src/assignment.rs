@@ -35,6 +35,15 @@ impl DensityBitmap {
         }
     }
 
+    /// A bitmap of `len` cleared bits.
+    pub fn zeros(len: usize) -> Self {
+        Self {
+            words: vec![0; len.div_ceil(64)],
+            len,
+            ones: 0,
+        }
+    }
+
     /// Appends one cleared bit.
     pub fn push_zero(&mut self) {
         if self.len.is_multiple_of(64) {

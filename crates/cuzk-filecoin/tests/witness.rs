@@ -7,7 +7,7 @@
 //! the same. Real-structure inputs (`cuzk_filecoin::structure`) at 2 KiB and
 //! 8 MiB in CI, 32 GiB with `--ignored`.
 
-use cuzk_core::{PartitionData, ProofPlan, R1csError};
+use cuzk_core::{CompiledR1cs, PartitionData, ProofPlan, R1csError};
 use cuzk_filecoin::plans::{compiled_r1cs, FilecoinPlan, FilecoinProof, PorepPlan, PostPlan, SnapPlan};
 use cuzk_filecoin::request::{PorepInput, PostInput, SnapInput};
 use cuzk_filecoin::structure::{self, StructureSpec};
@@ -274,6 +274,82 @@ fn window_post_32gib_witness_by_sectors_equals_the_sequential_pass() {
     check_post::<SectorShape32GiB>("window-post-32g");
 }
 
+/// Issue 36: the R1CS recorded by units on all cores
+/// (`CompiledR1cs::record_by_units`, what the plans record) equals the
+/// sequential recording of the whole circuit, field for field.
+fn check_recording<P: FilecoinProof>(name: &str, plan: &FilecoinPlan<P>) {
+    let proof = plan.proof();
+    let (prefix, units) = (proof.unit_prefix().expect("units"), proof.unit_count(0));
+    assert!(units > 1, "{name}: {units} units");
+    let started = Instant::now();
+    let by_units = CompiledR1cs::record_by_units(prefix, units, |unit| {
+        proof
+            .unit_circuit(0, unit)
+            .map_err(|e| R1csError::UnitMismatch(e.to_string()))
+    })
+    .unwrap();
+    let by_units_time = started.elapsed();
+    let started = Instant::now();
+    let sequential = CompiledR1cs::record(plan.circuit(0).unwrap()).unwrap();
+    eprintln!(
+        "{name}: {} constraints, {units} units, recorded by units {:.2} s, sequentially {:.2} s",
+        sequential.num_constraints(),
+        by_units_time.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(by_units == sequential, "{name}: the recordings differ");
+    // What the plan records (by units) is the same.
+    drop(by_units);
+    assert!(
+        plan.record_r1cs(0).unwrap() == sequential,
+        "{name}: the plan's recording differs"
+    );
+}
+
+fn check_porep_recording<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str) {
+    let request = request(name);
+    let plan = PorepPlan::<Tree>::new_with(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    check_recording(name, &plan);
+}
+
+fn check_post_recording<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str) {
+    let request = request(name);
+    let plan = PostPlan::<Tree>::new_with(PostInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    check_recording(name, &plan);
+}
+
+#[test]
+fn r1cs_of_porep_2kib_recorded_by_units_equals_the_sequential_recording() {
+    check_porep_recording::<SectorShape2KiB>("porep-2k");
+}
+
+#[test]
+fn r1cs_of_porep_8mib_recorded_by_units_equals_the_sequential_recording() {
+    check_porep_recording::<SectorShape8MiB>("porep-8m");
+}
+
+#[test]
+#[ignore = "a 130 M-constraint partition: minutes and ~20 GiB"]
+fn r1cs_of_porep_32gib_recorded_by_units_equals_the_sequential_recording() {
+    check_porep_recording::<SectorShape32GiB>("porep-32g");
+}
+
+#[test]
+fn r1cs_of_window_post_2kib_recorded_by_units_equals_the_sequential_recording() {
+    check_post_recording::<SectorShape2KiB>("window-post-2k");
+}
+
+#[test]
+fn r1cs_of_winning_post_2kib_recorded_by_units_equals_the_sequential_recording() {
+    check_post_recording::<SectorShape2KiB>("winning-post-2k");
+}
+
+#[test]
+#[ignore = "a 125 M-constraint partition of 2349 sectors: minutes and ~25 GiB"]
+fn r1cs_of_window_post_32gib_recorded_by_units_equals_the_sequential_recording() {
+    check_post_recording::<SectorShape32GiB>("window-post-32g");
+}
+
 /// A PoRep whose native writer panics (an input it did not foresee): the
 /// rest is the real plan's.
 #[derive(Debug)]
@@ -295,6 +371,9 @@ impl FilecoinProof for PanickingWriter {
     }
     fn unit_prefix(&self) -> Option<&'static str> {
         self.0.proof().unit_prefix()
+    }
+    fn unit_count(&self, index: usize) -> usize {
+        self.0.proof().unit_count(index)
     }
     fn unit_circuit(&self, index: usize, unit: usize) -> Result<Self::Circuit, cuzk_filecoin::FilecoinError> {
         self.0.proof().unit_circuit(index, unit)

@@ -60,8 +60,13 @@ pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
     fn unit_prefix(&self) -> Option<&'static str> {
         None
     }
+    /// The number of units of partition `index`'s circuit (0 without
+    /// units, the default).
+    fn unit_count(&self, _index: usize) -> usize {
+        0
+    }
     /// Partition `index`'s circuit with unit `unit` alone (the same
-    /// prologue), for the parallel witness. Only called when
+    /// prologue), for the parallel witness and recording. Only called when
     /// [`unit_prefix`](Self::unit_prefix) is `Some`.
     fn unit_circuit(&self, index: usize, _unit: usize) -> Result<Self::Circuit, FilecoinError> {
         self.circuit(index)
@@ -164,7 +169,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
     /// back to the sequential one (with a warning).
     fn witness(&self, index: usize) -> Result<(Arc<CompiledR1cs>, Witness), FilecoinError> {
         let id = self.proof.circuit_id();
-        let r1cs = compiled_r1cs(id, || self.proof.circuit(index))?;
+        let r1cs = R1csCache::global().get_or_record(id, || self.record_r1cs(index))?;
         if self.native_witness && native_witness_enabled() {
             // A writer that panics (an input it did not foresee) falls back
             // like one that fails its self-check.
@@ -214,6 +219,29 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
 }
 
 impl<P: FilecoinProof> FilecoinPlan<P> {
+    /// Records the R1CS of the plan's circuit from partition `index`: by
+    /// units on all cores where the proof type has them
+    /// ([`CompiledR1cs::record_by_units`]), else (or when that fails its
+    /// checks, with a warning) in one sequential pass. Both give the same.
+    pub fn record_r1cs(&self, index: usize) -> Result<CompiledR1cs, FilecoinError> {
+        let id = self.proof.circuit_id();
+        let units = self.proof.unit_count(index);
+        if let Some(prefix) = self.proof.unit_prefix().filter(|_| units > 1) {
+            let by_units = CompiledR1cs::record_by_units(prefix, units, |unit| {
+                self.proof
+                    .unit_circuit(index, unit)
+                    .map_err(|e| R1csError::UnitMismatch(e.to_string()))
+            });
+            match by_units {
+                Ok(r1cs) => return Ok(r1cs),
+                Err(e) => tracing::warn!(circuit_id = id, error = %e,
+                    "recording the R1CS by units failed its checks; recording it sequentially"),
+            }
+        }
+        CompiledR1cs::record(self.proof.circuit(index)?)
+            .map_err(|e| FilecoinError::Synthesis(format!("recording the R1CS of {id}: {e}")))
+    }
+
     /// The self-check of a native witness before it is proved: the
     /// recorded circuit's shape, the public inputs storage-proofs computes
     /// for the partition, and, for a request whose vanilla proofs hold

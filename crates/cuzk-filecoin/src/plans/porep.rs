@@ -367,6 +367,10 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
         Some("challenge_")
     }
 
+    fn unit_count(&self, index: usize) -> usize {
+        self.vanilla.get(index).map_or(0, Vec::len)
+    }
+
     /// The partition's circuit from challenge proof `unit` alone (the
     /// compound proof builds the same prologue from any of its proofs: it
     /// requires them to agree on comm_r_last and comm_c).

@@ -491,6 +491,12 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
         Some("outer namespace/sector_")
     }
 
+    fn unit_count(&self, index: usize) -> usize {
+        self.partition
+            .get(index)
+            .map_or(0, |vanilla| vanilla.sectors.len())
+    }
+
     /// The partition's circuit with sector `unit` alone: that sector's
     /// circuit as the compound proof builds it (its public sector, the last
     /// one repeated where the partition is short of sectors) and the prover

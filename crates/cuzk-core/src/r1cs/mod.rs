@@ -29,6 +29,9 @@
 //! bit per aux variable (two bitmaps) and per input. A PoRep 2 KiB partition
 //! (2.69 M constraints, 14.9 M nonzeros) compiles to about 145 MiB.
 //! [`CompiledR1cs::memory_bytes`] reports the total.
+//!
+//! A circuit made of independent units records on all cores
+//! ([`CompiledR1cs::record_by_units`], in [`units`]).
 
 use crate::assignment::{DensityBitmap, ProvingAssignment};
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
@@ -36,6 +39,8 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 use std::collections::HashMap;
+
+mod units;
 
 /// Rows evaluated per rayon task at least: a row is a handful of field
 /// operations, so smaller tasks would cost more in scheduling than in work.
@@ -320,6 +325,12 @@ impl CompiledR1cs {
     /// per input is appended after the circuit's own, as in
     /// [`crate::synthesize`].
     pub fn record<C: Circuit<Scalar>>(circuit: C) -> Result<Self, R1csError> {
+        Self::record_spanned(circuit).map(|(r1cs, _)| r1cs)
+    }
+
+    /// [`record`](Self::record), with where each recorded namespace starts
+    /// and ends.
+    pub(crate) fn record_spanned<C: Circuit<Scalar>>(circuit: C) -> Result<(Self, Vec<Span>), R1csError> {
         let mut recorder = Recorder::new();
         recorder.alloc_input(|| "one", || Ok(Scalar::ONE))?;
         circuit.synthesize(&mut recorder)?;
@@ -370,25 +381,7 @@ impl CompiledR1cs {
             || rayon::join(|| build(Matrix::B), || build(Matrix::C)),
         );
         let (a, b, c) = (a?, b?, c?);
-        let zeros = |len: usize| {
-            let mut bitmap = DensityBitmap::with_capacity(len);
-            (0..len).for_each(|_| bitmap.push_zero());
-            bitmap
-        };
-        let (mut a_aux_density, mut b_input_density, mut b_aux_density) =
-            (zeros(num_aux), zeros(num_inputs), zeros(num_aux));
-        for entry in &a.entries {
-            if entry.variable & INPUT_BIT == 0 {
-                a_aux_density.set(entry.variable as usize);
-            }
-        }
-        for entry in &b.entries {
-            let index = (entry.variable & !INPUT_BIT) as usize;
-            match entry.variable & INPUT_BIT {
-                0 => b_aux_density.set(index),
-                _ => b_input_density.set(index),
-            }
-        }
+        let (a_aux_density, b_input_density, b_aux_density) = densities(&a, &b, num_inputs, num_aux);
         Ok(Self {
             a,
             b,
@@ -666,6 +659,34 @@ impl CompiledR1cs {
     }
 }
 
+/// The density bitmaps of matrices A and B by `enforce`'s rules (as the
+/// recorder marks them): aux variables in A, inputs and aux variables in B.
+fn densities(
+    a: &SparseMatrix,
+    b: &SparseMatrix,
+    num_inputs: usize,
+    num_aux: usize,
+) -> (DensityBitmap, DensityBitmap, DensityBitmap) {
+    let (mut a_aux, mut b_input, mut b_aux) = (
+        DensityBitmap::zeros(num_aux),
+        DensityBitmap::zeros(num_inputs),
+        DensityBitmap::zeros(num_aux),
+    );
+    for entry in &a.entries {
+        if entry.variable & INPUT_BIT == 0 {
+            a_aux.set(entry.variable as usize);
+        }
+    }
+    for entry in &b.entries {
+        let index = (entry.variable & !INPUT_BIT) as usize;
+        match entry.variable & INPUT_BIT {
+            0 => b_aux.set(index),
+            _ => b_input.set(index),
+        }
+    }
+    (a_aux, b_input, b_aux)
+}
+
 /// One matrix of [`CompiledR1cs::from_rows`], in two parallel passes
 /// over the rows (their lengths, then their entries in place), so the
 /// matrix is never held twice; each term is checked against the variables
@@ -771,6 +792,20 @@ struct Recorder {
     /// Namespace depth, and the open top-level namespace's name.
     depth: usize,
     outer: String,
+    /// Where each recorded namespace starts and ends, beside
+    /// `out.namespaces` (for [`CompiledR1cs::record_by_units`]).
+    spans: Vec<Span>,
+    /// The open namespaces, innermost last: the index of each recorded
+    /// one in `spans`, `None` for the deeper ones.
+    open: Vec<Option<usize>>,
+}
+
+/// The constraints before a recorded namespace, and its inputs, aux
+/// variables and constraints at its end (`None` while open).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) rows: usize,
+    pub(crate) end: Option<(usize, usize, usize)>,
 }
 
 impl Recorder {
@@ -792,10 +827,12 @@ impl Recorder {
             too_large: None,
             depth: 0,
             outer: String::new(),
+            spans: Vec::new(),
+            open: Vec::new(),
         }
     }
 
-    fn finish(mut self) -> Result<CompiledR1cs, R1csError> {
+    fn finish(mut self) -> Result<(CompiledR1cs, Vec<Span>), R1csError> {
         if let Some(what) = self.too_large {
             return Err(R1csError::TooLarge(what));
         }
@@ -804,7 +841,7 @@ impl Recorder {
         }
         self.out.coefficients = self.table.values;
         self.out.coefficients.shrink_to_fit();
-        Ok(self.out)
+        Ok((self.out, self.spans))
     }
 }
 
@@ -936,12 +973,22 @@ impl ConstraintSystem<Scalar> for Recorder {
                 inputs: self.out.num_inputs,
                 aux: self.out.num_aux,
             });
+            self.spans.push(Span {
+                rows: self.out.a.rows(),
+                end: None,
+            });
+            self.open.push(Some(self.spans.len() - 1));
+        } else {
+            self.open.push(None);
         }
         self.depth += 1;
     }
 
     fn pop_namespace(&mut self) {
         self.depth = self.depth.saturating_sub(1);
+        if let Some(Some(span)) = self.open.pop() {
+            self.spans[span].end = Some((self.out.num_inputs, self.out.num_aux, self.out.a.rows()));
+        }
     }
 
     fn get_root(&mut self) -> &mut Self::Root {
@@ -1304,11 +1351,15 @@ mod tests {
     /// A prologue (an input and its square) and `units` independent units,
     /// each a top-level namespace `unit_<i>` of a few gates over the
     /// prologue's value; `only` keeps one unit (the unit circuit).
+    /// `extra_prologue` adds a constraint to the prologue, `tail` one
+    /// after the units (circuits recording by units must refuse).
     #[derive(Clone)]
     struct Units {
         x: u64,
         units: usize,
         only: Option<usize>,
+        extra_prologue: bool,
+        tail: bool,
     }
 
     impl Circuit<Scalar> for Units {
@@ -1317,6 +1368,9 @@ mod tests {
             let input = cs.alloc_input(|| "x", || Ok(x))?;
             let square = cs.alloc(|| "x^2", || Ok(x.square()))?;
             cs.enforce(|| "square", |lc| lc + input, |lc| lc + input, |lc| lc + square);
+            if self.extra_prologue {
+                cs.enforce(|| "again", |lc| lc + input, |lc| lc + input, |lc| lc + square);
+            }
             for i in (0..self.units).filter(|i| self.only.is_none_or(|o| o == *i)) {
                 let mut cs = cs.namespace(|| format!("unit_{i}"));
                 let k = Scalar::from(i as u64 + 2);
@@ -1335,6 +1389,9 @@ mod tests {
                     previous = next;
                 }
             }
+            if self.tail {
+                cs.enforce(|| "tail", |lc| lc + input, |lc| lc + CS::one(), |lc| lc + input);
+            }
             Ok(())
         }
     }
@@ -1345,6 +1402,8 @@ mod tests {
             x: 7,
             units: 5,
             only: None,
+            extra_prologue: false,
+            tail: false,
         };
         let r1cs = CompiledR1cs::record(whole.clone()).unwrap();
         let layout = r1cs.units("unit_").expect("five units");
@@ -1380,5 +1439,51 @@ mod tests {
         });
         assert!(other.is_err());
         assert!(r1cs.units("nothing_").is_none());
+    }
+
+    #[test]
+    fn recording_by_units_equals_the_sequential_recording() {
+        let whole = Units {
+            x: 7,
+            units: 5,
+            only: None,
+            extra_prologue: false,
+            tail: false,
+        };
+        let sequential = CompiledR1cs::record(whole.clone()).unwrap();
+        let unit = |i| Units {
+            only: Some(i),
+            ..whole.clone()
+        };
+        let by_units = CompiledR1cs::record_by_units("unit_", 5, |i| Ok(unit(i))).unwrap();
+        assert!(by_units == sequential, "the recordings differ");
+        // The witness by units of the merged recording is the sequential one.
+        let layout = by_units.units("unit_").expect("five units");
+        assert_eq!(layout.len(), 5);
+        let witness = by_units.witness_by_units(&layout, |i| Ok(unit(i))).unwrap();
+        assert_eq!(witness, sequential.witness(whole.clone()).unwrap());
+
+        // A unit circuit holding more than its unit is refused.
+        let all = CompiledR1cs::record_by_units("unit_", 5, |_| Ok(whole.clone()));
+        assert!(matches!(all, Err(R1csError::UnitMismatch(_))), "{all:?}");
+        // So is one whose prologue is not unit 0's...
+        let skewed = CompiledR1cs::record_by_units("unit_", 5, |i| {
+            Ok(Units {
+                extra_prologue: i == 3,
+                ..unit(i)
+            })
+        });
+        assert!(matches!(skewed, Err(R1csError::UnitMismatch(_))), "{skewed:?}");
+        // ...one with a constraint after its unit...
+        let tail = CompiledR1cs::record_by_units("unit_", 5, |i| {
+            Ok(Units {
+                tail: true,
+                ..unit(i)
+            })
+        });
+        assert!(matches!(tail, Err(R1csError::UnitMismatch(_))), "{tail:?}");
+        // ...and one without a unit.
+        let none = CompiledR1cs::record_by_units("nothing_", 5, |i| Ok(unit(i)));
+        assert!(matches!(none, Err(R1csError::UnitMismatch(_))), "{none:?}");
     }
 }
