@@ -225,7 +225,13 @@ impl ProofArgs {
         let request = cuzk_daemon::wire::to_request(submission.clone())
             .map_err(|e| anyhow::anyhow!("{}", e.message()))?;
         if matches!(self.proof_type, ProofType::Synthetic | ProofType::Shaped) {
-            let sources = cuzk_daemon::setup::plan_sources(&self.target.param_cache(), true, false, false)?;
+            let sources = cuzk_daemon::setup::plan_sources(
+                &self.target.param_cache(),
+                true,
+                false,
+                false,
+                std::sync::Arc::new(cuzk_core::R1csStore::memory_only()),
+            )?;
             let plan = sources
                 .iter()
                 .find_map(|source| source.plan(&request))
@@ -239,7 +245,7 @@ impl ProofArgs {
             &request,
             cuzk_filecoin::PlanOptions {
                 allow_unverifiable: true,
-                gadget_witness: false,
+                ..Default::default()
             },
         )?;
         Ok((submission, planned.plan, planned.unverifiable))

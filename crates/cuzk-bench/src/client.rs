@@ -116,7 +116,13 @@ impl Client {
                     ..EngineConfig::default()
                 },
                 backends: gpu_backends(&[], Residency::Auto, None),
-                sources: plan_sources(&param_cache, true, false, target.allow_unverifiable)?,
+                sources: plan_sources(
+                    &param_cache,
+                    true,
+                    false,
+                    target.allow_unverifiable,
+                    Arc::new(cuzk_core::R1csStore::in_dir(&param_cache)),
+                )?,
             };
             let engine = tokio::task::spawn_blocking(move || setup.start()).await??;
             return Ok(Client::Embedded(Arc::new(engine)));

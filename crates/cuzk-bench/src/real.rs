@@ -23,6 +23,7 @@ static PEAK_RSS: AtomicU64 = AtomicU64::new(0);
 const ALLOW: PlanOptions = PlanOptions {
     allow_unverifiable: true,
     gadget_witness: false,
+    r1cs_store: None,
 };
 
 fn parse_spec(s: &str) -> Result<StructureSpec, String> {

@@ -30,6 +30,7 @@ pub mod params;
 pub mod plan;
 pub mod r1cs;
 pub mod r1cs_cache;
+pub mod r1cs_store;
 pub mod request;
 pub mod shaped;
 mod sync;
@@ -43,8 +44,9 @@ pub use groth16::{finish, proof_to_bytes, PendingProof, ProveError, ProveTimings
 pub use param_cache::{CacheError, CacheOutcome, ParameterCache};
 pub use params::{CircuitCounts, ParamsError, PointCheck, ProvingParameters};
 pub use plan::{ParameterFile, ParameterRecipe, PlanError, PlanSource, ProofPlan};
-pub use r1cs::{CompiledR1cs, R1csError, UnitLayout, Witness};
+pub use r1cs::{CompiledR1cs, R1csError, R1csFileError, UnitLayout, Witness};
 pub use r1cs_cache::{CachedR1cs, R1csCache};
+pub use r1cs_store::R1csStore;
 pub use request::{Priority, ProofKind, ProofRequest, SectorFields};
 pub use synthetic::SyntheticCircuit;
 pub use verify::Verifier;

@@ -10,6 +10,7 @@
 //! still holds one keeps it alive until it finishes.
 
 use crate::r1cs::CompiledR1cs;
+use crate::r1cs_store::R1csStore;
 use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -71,10 +72,37 @@ impl R1csCache {
             constraints = r1cs.num_constraints(),
             nonzeros = r1cs.nonzeros(),
             bytes = r1cs.memory_bytes(),
-            record_ms = started.elapsed().as_millis() as u64,
-            "compiled R1CS recorded"
+            ms = started.elapsed().as_millis() as u64,
+            "compiled R1CS ready (recorded, or read from its file)"
         );
         slot.r1cs = Some(Arc::clone(&r1cs));
+        Ok(r1cs)
+    }
+
+    /// [`get_or_record`](Self::get_or_record) through `store`: an R1CS
+    /// not held is read from its file there when one can be used, else
+    /// recorded by `record` and its file written (on a thread of its own:
+    /// the caller does not wait for the disk). `shape` names what shapes
+    /// the circuit (the versions of the crates that build it): a file of
+    /// another shape is stale.
+    pub fn get_or_load<E>(
+        &self,
+        circuit_id: &str,
+        store: &R1csStore,
+        shape: &str,
+        record: impl FnOnce() -> Result<CompiledR1cs, E>,
+    ) -> Result<Arc<CompiledR1cs>, E> {
+        let mut recorded = false;
+        let r1cs = self.get_or_record(circuit_id, || match store.load(circuit_id, shape) {
+            Some(r1cs) => Ok(r1cs),
+            None => {
+                recorded = true;
+                record()
+            }
+        })?;
+        if recorded {
+            store.save_in_background(circuit_id, shape, Arc::clone(&r1cs));
+        }
         Ok(r1cs)
     }
 
@@ -166,5 +194,37 @@ mod tests {
         let failed: Result<_, &str> = cache.get_or_record("z", || Err("no"));
         assert!(failed.is_err());
         assert!(cache.get_or_record("z", || record(2000)).is_ok());
+    }
+
+    /// Issue 36: a process that recorded a circuit leaves its file; the
+    /// next process (a fresh cache) reads it instead of recording.
+    #[test]
+    fn r1cs_recorded_once_is_read_from_its_file_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = R1csStore::in_dir(dir.path());
+        let first = R1csCache::default()
+            .get_or_load("x", &store, "shape", || record(2000))
+            .unwrap();
+        // The file is written on a thread of its own.
+        let path = store.path("x").unwrap();
+        let started = Instant::now();
+        while CompiledR1cs::read_file(&path, "x", "shape").is_err() {
+            assert!(started.elapsed() < Duration::from_secs(30), "no file written");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let restarted = R1csCache::default()
+            .get_or_load(
+                "x",
+                &store,
+                "shape",
+                || -> Result<CompiledR1cs, crate::R1csError> {
+                    panic!("recorded again although its file is there")
+                },
+            )
+            .unwrap();
+        assert!(*restarted == *first);
+        // Another shape (the circuit crates upgraded) records again.
+        let upgraded = R1csCache::default().get_or_load("x", &store, "shape 2", || record(2000));
+        assert!(upgraded.is_ok());
     }
 }

@@ -167,6 +167,12 @@ pub struct SrsSection {
     /// remembered by size and mtime; others get the full check) or "full"
     /// (every point of every file on the curve and in the subgroup).
     pub verify_points: VerifyPoints,
+    /// Where the circuits' compiled R1CS files are kept, so a restarted
+    /// daemon reads them instead of recording each circuit again: a
+    /// directory (default: the parameter directory), or "off" (recorded in
+    /// memory at every start). A directory that cannot be written is read
+    /// only (a log line says so).
+    pub r1cs_cache: Option<String>,
 }
 
 /// `[srs] verify_points`.
@@ -529,6 +535,19 @@ impl Config {
     pub fn core_split(&self) -> (usize, usize) {
         let available = std::thread::available_parallelism().map_or(1, |n| n.get());
         self.pipeline.core_split(&self.gpus, available)
+    }
+
+    /// The compiled R1CS files' store (`[srs] r1cs_cache`; by default in
+    /// `param_dir`).
+    pub fn r1cs_store(&self, param_dir: &std::path::Path) -> cuzk_core::R1csStore {
+        match self.srs.r1cs_cache.as_deref().map(str::trim) {
+            Some("off") => {
+                tracing::info!("[srs] r1cs_cache = \"off\": compiled R1CS kept in memory only");
+                cuzk_core::R1csStore::memory_only()
+            }
+            Some(dir) if !dir.is_empty() => cuzk_core::R1csStore::in_dir(dir),
+            _ => cuzk_core::R1csStore::in_dir(param_dir),
+        }
     }
 
     /// The parameter directory: `[srs] param_cache`, else the default.

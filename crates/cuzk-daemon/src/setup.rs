@@ -5,7 +5,7 @@
 use crate::config::Config;
 use anyhow::Context;
 use cuzk_core::backend::{CudaBackend, Fallback, Residency, Tuning};
-use cuzk_core::{CpuBackend, ParameterCache, PlanSource, ProverBackend};
+use cuzk_core::{CpuBackend, ParameterCache, PlanSource, ProverBackend, R1csStore};
 use cuzk_engine::{Engine, EngineConfig, EngineError};
 use std::path::Path;
 use std::sync::Arc;
@@ -42,6 +42,7 @@ impl EngineSetup {
                 config.benchmark.synthetic,
                 config.srs.verify_points == crate::config::VerifyPoints::Full,
                 config.benchmark.allow_unverifiable,
+                Arc::new(config.r1cs_store(param_dir)),
             )?,
         })
     }
@@ -88,11 +89,14 @@ pub fn gpu_backends(
 /// `allow_unverifiable` (`[benchmark] allow_unverifiable`) lets the Filecoin
 /// source prove requests whose vanilla proofs do not verify, skipping their
 /// verification (`cuzk_filecoin::PlanOptions`); off, they are refused.
+/// `r1cs_store` keeps the Filecoin circuits' compiled R1CS files
+/// (`[srs] r1cs_cache`).
 pub fn plan_sources(
     param_dir: &Path,
     benchmark: bool,
     full_point_check: bool,
     allow_unverifiable: bool,
+    r1cs_store: Arc<R1csStore>,
 ) -> anyhow::Result<Vec<Arc<dyn PlanSource>>> {
     let mut sources: Vec<Arc<dyn PlanSource>> = Vec::new();
     if benchmark {
@@ -116,7 +120,8 @@ pub fn plan_sources(
     sources.push(Arc::new(
         cuzk_filecoin::FilecoinPlans::new(param_dir.to_path_buf())
             .with_full_point_check(full_point_check)
-            .with_allow_unverifiable(allow_unverifiable),
+            .with_allow_unverifiable(allow_unverifiable)
+            .with_r1cs_store(r1cs_store),
     ));
     Ok(sources)
 }

@@ -59,9 +59,21 @@ impl FilecoinPlans {
         }
     }
 
+    /// Keeps the circuits' compiled R1CS files in `store` (see
+    /// [`PlanOptions::r1cs_store`]).
+    pub fn with_r1cs_store(self, store: Arc<cuzk_core::R1csStore>) -> Self {
+        Self {
+            options: PlanOptions {
+                r1cs_store: Some(store),
+                ..self.options
+            },
+            ..self
+        }
+    }
+
     /// How this source plans requests.
-    pub fn options(&self) -> PlanOptions {
-        self.options
+    pub fn options(&self) -> &PlanOptions {
+        &self.options
     }
 
     /// `full`: read every file with the full point check, published digest
@@ -116,7 +128,7 @@ impl PlanSource for FilecoinPlans {
 
     fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
         Some(
-            crate::plan_with(request, self.options)
+            crate::plan_with(request, self.options.clone())
                 .map(|planned| planned.plan)
                 .map_err(PlanError::from),
         )

@@ -38,6 +38,7 @@ use storage_proofs_update::PartitionProof;
 const ALLOW: PlanOptions = PlanOptions {
     allow_unverifiable: true,
     gadget_witness: false,
+    r1cs_store: None,
 };
 
 fn param_dir() -> PathBuf {

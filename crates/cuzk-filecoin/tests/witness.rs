@@ -8,7 +8,9 @@
 //! 8 MiB in CI, 32 GiB with `--ignored`.
 
 use cuzk_core::{CompiledR1cs, PartitionData, ProofPlan, R1csError};
-use cuzk_filecoin::plans::{compiled_r1cs, FilecoinPlan, FilecoinProof, PorepPlan, PostPlan, SnapPlan};
+use cuzk_filecoin::plans::{
+    compiled_r1cs, FilecoinPlan, FilecoinProof, PorepPlan, PostPlan, SnapPlan, CIRCUIT_SHAPE,
+};
 use cuzk_filecoin::request::{PorepInput, PostInput, SnapInput};
 use cuzk_filecoin::structure::{self, StructureSpec};
 use cuzk_filecoin::PlanOptions;
@@ -19,6 +21,7 @@ use std::time::Instant;
 const ALLOW: PlanOptions = PlanOptions {
     allow_unverifiable: true,
     gadget_witness: false,
+    r1cs_store: None,
 };
 
 fn request(name: &str) -> cuzk_core::ProofRequest {
@@ -304,6 +307,21 @@ fn check_recording<P: FilecoinProof>(name: &str, plan: &FilecoinPlan<P>) {
         plan.record_r1cs(0).unwrap() == sequential,
         "{name}: the plan's recording differs"
     );
+    // Its file reads back equal (the way a restarted daemon gets it).
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (id, path) = (ProofPlan::circuit_id(plan), dir.path().join("r1cs"));
+    let started = Instant::now();
+    sequential.write_file(&path, &id, CIRCUIT_SHAPE).unwrap();
+    let write_time = started.elapsed();
+    let started = Instant::now();
+    let read = CompiledR1cs::read_file(&path, &id, CIRCUIT_SHAPE).unwrap();
+    eprintln!(
+        "{name}: R1CS file of {} MiB written in {:.2} s, read and checked in {:.2} s",
+        std::fs::metadata(&path).unwrap().len() >> 20,
+        write_time.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(read == sequential, "{name}: the file reads back otherwise");
 }
 
 fn check_porep_recording<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str) {

@@ -40,7 +40,10 @@ use ff::{Field, PrimeField};
 use rayon::prelude::*;
 use std::collections::HashMap;
 
+mod file;
 mod units;
+
+pub use file::{R1csFileError, FORMAT_VERSION};
 
 /// Rows evaluated per rayon task at least: a row is a handful of field
 /// operations, so smaller tasks would cost more in scheduling than in work.

@@ -25,7 +25,8 @@ use crate::validate::{catch, PANIC_MARK};
 use crate::{FilecoinError, ShapeDispatch};
 use cuzk_core::{
     synthesize, Bls12, CompiledR1cs, PartitionData, PartitionWitness, PlanError, Proof, ProofKind, ProofPlan,
-    ProofRequest, ProvingAssignment, ProvingParameters, R1csCache, R1csError, Scalar, SizeHint, Witness,
+    ProofRequest, ProvingAssignment, ProvingParameters, R1csCache, R1csError, R1csStore, Scalar, SizeHint,
+    Witness,
 };
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{MerkleTreeTrait, TreeRHasher};
@@ -89,7 +90,7 @@ pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
 }
 
 /// How Filecoin requests are planned.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct PlanOptions {
     /// The benchmark switch (`[benchmark] allow_unverifiable`, off by
     /// default): a request whose vanilla proofs (or Merkle openings) do not
@@ -104,7 +105,16 @@ pub struct PlanOptions {
     /// measurements. Off (native writers used) unless set;
     /// `CUZK_NATIVE_WITNESS=off` does the same for a whole process.
     pub gadget_witness: bool,
+    /// Where the circuits' compiled R1CS files are kept (read at a
+    /// circuit's first use instead of recording it, written after a
+    /// recording); `None`: recorded in memory at every start.
+    pub r1cs_store: Option<Arc<R1csStore>>,
 }
+
+/// What shapes the Filecoin circuits, for their compiled R1CS files: the
+/// versions of the crates that build them (from Cargo.lock at build time,
+/// see build.rs). A file recorded under other versions is not used.
+pub const CIRCUIT_SHAPE: &str = env!("CUZK_CIRCUIT_SHAPE");
 
 impl PlanOptions {
     /// A failed check of a request's vanilla proofs: with
@@ -124,6 +134,8 @@ pub struct FilecoinPlan<P> {
     proof: P,
     /// Whether the witness is written natively where `P` can.
     native_witness: bool,
+    /// See [`PlanOptions::r1cs_store`].
+    r1cs_store: Option<Arc<R1csStore>>,
 }
 
 impl<P: FilecoinProof> FilecoinPlan<P> {
@@ -132,6 +144,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
         Self {
             proof,
             native_witness: true,
+            r1cs_store: None,
         }
     }
 
@@ -140,6 +153,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
         Self {
             proof,
             native_witness: !options.gadget_witness,
+            r1cs_store: options.r1cs_store.clone(),
         }
     }
 
@@ -169,7 +183,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
     /// back to the sequential one (with a warning).
     fn witness(&self, index: usize) -> Result<(Arc<CompiledR1cs>, Witness), FilecoinError> {
         let id = self.proof.circuit_id();
-        let r1cs = R1csCache::global().get_or_record(id, || self.record_r1cs(index))?;
+        let r1cs = self.compiled_r1cs(index)?;
         if self.native_witness && native_witness_enabled() {
             // A writer that panics (an input it did not foresee) falls back
             // like one that fails its self-check.
@@ -219,6 +233,20 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
 }
 
 impl<P: FilecoinProof> FilecoinPlan<P> {
+    /// The compiled R1CS of the plan's circuit, as the process's cache
+    /// holds it: when it does not yet, read from its file in the plan's
+    /// store ([`PlanOptions::r1cs_store`]) or recorded from partition
+    /// `index` ([`record_r1cs`](Self::record_r1cs)) and its file written.
+    pub fn compiled_r1cs(&self, index: usize) -> Result<Arc<CompiledR1cs>, FilecoinError> {
+        let id = self.proof.circuit_id();
+        match &self.r1cs_store {
+            Some(store) => {
+                R1csCache::global().get_or_load(id, store, CIRCUIT_SHAPE, || self.record_r1cs(index))
+            }
+            None => R1csCache::global().get_or_record(id, || self.record_r1cs(index)),
+        }
+    }
+
     /// Records the R1CS of the plan's circuit from partition `index`: by
     /// units on all cores where the proof type has them
     /// ([`CompiledR1cs::record_by_units`]), else (or when that fails its
