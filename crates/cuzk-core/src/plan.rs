@@ -166,6 +166,14 @@ pub trait PlanSource: Send + Sync + std::fmt::Debug {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+    /// Makes ready what the source keeps per circuit besides its
+    /// parameters (the Filecoin source: the compiled R1CS, read from its
+    /// file), for a preload; `circuit_id` is the canonical id. `None` when
+    /// the id is not this source's, else what was made ready (a line for
+    /// the log) or why nothing was. Nothing by default.
+    fn prepare(&self, _circuit_id: &str) -> Option<Result<String, PlanError>> {
+        None
+    }
 }
 
 /// Parameters read from a `.params` file.

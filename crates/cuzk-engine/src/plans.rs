@@ -43,6 +43,13 @@ impl PlanSources {
             .map_err(EngineError::from)
     }
 
+    /// Prepares what the sources keep of `circuit_id` besides its
+    /// parameters ([`PlanSource::prepare`]); `None` when no source keeps
+    /// anything for it.
+    pub(crate) fn prepare(&self, circuit_id: &str) -> Option<Result<String, PlanError>> {
+        self.0.iter().find_map(|source| source.prepare(circuit_id))
+    }
+
     /// How `circuit_id`'s parameters are obtained.
     pub(crate) fn parameters(&self, circuit_id: &str) -> Result<Box<dyn ParameterRecipe>, EngineError> {
         self.0

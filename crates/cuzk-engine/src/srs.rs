@@ -230,9 +230,18 @@ impl SrsManager {
     /// Loads `circuit_id` if not resident; returns whether it already was and
     /// how long the load took. Refused at once when the parameters do not
     /// fit now.
+    /// The sources then prepare what else they keep of the circuit (its
+    /// compiled R1CS, from its file): a failure there is a warning, the
+    /// parameters stay loaded.
     pub(crate) fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
-        let already = self.is_resident(&self.canonical(circuit_id));
+        let canonical = self.canonical(circuit_id);
+        let already = self.is_resident(&canonical);
         let handle = self.acquire(circuit_id, &|| false)?;
+        match self.sources.prepare(&canonical) {
+            Some(Ok(what)) => tracing::info!(circuit_id = %canonical, "preload: {what}"),
+            Some(Err(e)) => tracing::warn!(circuit_id = %canonical, error = %e, "preload: not prepared"),
+            None => {}
+        }
         Ok((already, handle.load_time))
     }
 

@@ -5,7 +5,9 @@
 use crate::params::is_official_circuit_id;
 use crate::plans::PlanOptions;
 use crate::trust::{Digests, Trust, TrustedFile};
-use cuzk_core::{ParameterFile, ParameterRecipe, PlanError, PlanSource, PointCheck, ProofPlan, ProofRequest};
+use cuzk_core::{
+    ParameterFile, ParameterRecipe, PlanError, PlanSource, PointCheck, ProofPlan, ProofRequest, R1csCache,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -124,6 +126,32 @@ impl PlanSource for FilecoinPlans {
             ("native_witness", crate::plans::native_witnesses()),
             ("native_witness_fallback", crate::plans::native_fallbacks()),
         ]
+    }
+
+    /// The circuit's compiled R1CS read from its file into the process's
+    /// cache ([`PlanOptions::r1cs_store`]), so the first request does not
+    /// wait for it. Without a usable file the R1CS is recorded (by units)
+    /// at the first request and its file written then: a preload readies it
+    /// from the next start on.
+    fn prepare(&self, circuit_id: &str) -> Option<Result<String, PlanError>> {
+        let Some(store) = &self.options.r1cs_store else {
+            return Some(Ok("no compiled R1CS files ([srs] r1cs_cache = \"off\"): \
+                            the R1CS is recorded at the first request"
+                .into()));
+        };
+        let loaded =
+            R1csCache::global().get_or_load(circuit_id, store, crate::plans::CIRCUIT_SHAPE, || Err(()));
+        Some(Ok(match loaded {
+            Ok(r1cs) => format!(
+                "compiled R1CS ready ({} constraints, {} MiB)",
+                r1cs.num_constraints(),
+                r1cs.memory_bytes() >> 20
+            ),
+            Err(()) => {
+                "no usable compiled R1CS file yet: recorded at the first request, its file written then"
+                    .into()
+            }
+        }))
     }
 
     fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {

@@ -368,6 +368,36 @@ fn r1cs_of_window_post_32gib_recorded_by_units_equals_the_sequential_recording()
     check_post_recording::<SectorShape32GiB>("window-post-32g");
 }
 
+/// Issue 36: a preload (`PlanSource::prepare`) reads the circuit's
+/// compiled R1CS from its file into the process's cache, so the first
+/// request finds it; without a file it says the R1CS comes at the first
+/// request, and records nothing.
+#[test]
+fn r1cs_file_is_read_at_preload() {
+    use cuzk_core::{PlanSource, R1csCache, R1csStore};
+    let request = request("winning-post-2k");
+    let plan = PostPlan::<SectorShape2KiB>::new_with(PostInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    let id = ProofPlan::circuit_id(&plan);
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let store = std::sync::Arc::new(R1csStore::in_dir(dir.path()));
+    let source = cuzk_filecoin::FilecoinPlans::new(dir.path().to_path_buf()).with_r1cs_store(store.clone());
+    R1csCache::global().evict(&id);
+    let said = source.prepare(&id).unwrap().unwrap();
+    assert!(said.contains("no usable compiled R1CS file"), "{said}");
+    assert!(R1csCache::global().snapshot().iter().all(|e| e.circuit_id != id));
+    let recorded = plan.record_r1cs(0).unwrap();
+    assert!(store.save(&id, CIRCUIT_SHAPE, &recorded));
+    let said = source.prepare(&id).unwrap().unwrap();
+    assert!(said.contains("compiled R1CS ready"), "{said}");
+    assert!(R1csCache::global().snapshot().iter().any(|e| e.circuit_id == id));
+    let held = R1csCache::global()
+        .get_or_record(&id, || -> Result<_, R1csError> {
+            panic!("recorded although preloaded")
+        })
+        .unwrap();
+    assert!(*held == recorded);
+}
+
 /// A PoRep whose native writer panics (an input it did not foresee): the
 /// rest is the real plan's.
 #[derive(Debug)]
