@@ -286,30 +286,30 @@ fn local_verifier(target: &Target, plan: &dyn ProofPlan) -> Option<Verifier> {
         .map(|vk| Verifier::new(&vk))
 }
 
-struct Report {
+pub(crate) struct Report {
     index: usize,
     wall: Duration,
-    outcome: anyhow::Result<Outcome>,
-    verified: Option<bool>,
+    pub(crate) outcome: anyhow::Result<Outcome>,
+    pub(crate) verified: Option<bool>,
     /// Why the proof cannot verify (a real-structure input), when so: it is
     /// not checked here, and the daemon skipped its verification.
     unverifiable: Option<String>,
     /// The plan's circuit id, once the request was planned.
-    circuit_id: Option<String>,
+    pub(crate) circuit_id: Option<String>,
 }
 
 /// One proof in the JSON report (the text report's job line).
 #[derive(Debug, Serialize)]
-struct ProofRecord {
+pub(crate) struct ProofRecord {
     index: usize,
     /// COMPLETED, FAILED, CANCELLED, TIMEOUT, FAILED VERIFICATION, or
     /// ERROR (the bench could not submit or await it).
     status: String,
     wall_seconds: f64,
     queue_wait_ms: u64,
-    srs_load_ms: u64,
-    synthesis_ms: u64,
-    gpu_compute_ms: u64,
+    pub(crate) srs_load_ms: u64,
+    pub(crate) synthesis_ms: u64,
+    pub(crate) gpu_compute_ms: u64,
     total_ms: u64,
     proof_bytes: usize,
     /// Checked here with bellperson's verifier: true or false; null when
@@ -320,7 +320,7 @@ struct ProofRecord {
 }
 
 impl ProofRecord {
-    fn of(report: &Report) -> Self {
+    pub(crate) fn of(report: &Report) -> Self {
         let (status, o, error) = match &report.outcome {
             Ok(o) => {
                 let status = if report.verified == Some(false) {
@@ -391,7 +391,7 @@ async fn engine_devices(client: &Client) -> Vec<DeviceRecord> {
         .collect()
 }
 
-fn status_name(outcome: &Outcome) -> &'static str {
+pub(crate) fn status_name(outcome: &Outcome) -> &'static str {
     match pb::await_proof_response::Status::try_from(outcome.status) {
         Ok(pb::await_proof_response::Status::Completed) => "COMPLETED",
         Ok(pb::await_proof_response::Status::Failed) => "FAILED",
@@ -405,7 +405,7 @@ fn is_good(report: &Report) -> bool {
     matches!(&report.outcome, Ok(o) if status_name(o) == "COMPLETED") && report.verified != Some(false)
 }
 
-async fn prove_one(client: &Client, args: &ProofArgs, index: usize) -> Report {
+pub(crate) async fn prove_one(client: &Client, args: &ProofArgs, index: usize) -> Report {
     let started = Instant::now();
     let mut verified = None;
     let mut unverifiable = None;

@@ -5,6 +5,7 @@ mod batch;
 mod bellperson_synthesis;
 mod client;
 mod cluster;
+mod cold_start;
 mod compare;
 mod doctor;
 mod fixtures;
@@ -76,6 +77,10 @@ enum Command {
     /// One real partition's host side at full size (circuit build, compiled
     /// R1CS, witness, a/b/c, synthesis), its input made in memory: one JSON line.
     RealSynthesis(real::RealSynthesisArgs),
+    /// Time from a daemon's start to its first proof: spawns cuzk-daemon
+    /// with a config, submits one request (the `single` flags), reports
+    /// `time_to_first_proof_s` and the setup phases.
+    ColdStart(cold_start::ColdStartArgs),
     /// Whole real-circuit proofs (32 GiB PoRep C2) through the embedded
     /// engine on the GPUs, parameters of the circuit's sizes made in memory.
     RealC2(real_c2::RealC2Args),
@@ -111,6 +116,7 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async {
         match command {
             Command::Single(args) => batch::single(args).await,
+            Command::ColdStart(args) => cold_start::run(args).await,
             Command::Batch(args) => batch::run(args).await,
             Command::Status(target) => admin::status(target).await,
             Command::Preload { target, circuit_id } => admin::preload(target, circuit_id).await,

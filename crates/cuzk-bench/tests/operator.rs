@@ -359,3 +359,58 @@ fn doctor_reports_a_running_daemon() {
     );
     assert!(text.contains("devices: "), "{text}");
 }
+
+/// Issue 36: `cold-start` spawns the daemon with a config, proves one
+/// request, stops the daemon and reports the time from its start.
+#[test]
+fn cold_start_reports_the_first_proof_from_the_daemons_start() {
+    let Some(daemon) = daemon_binary() else {
+        println!("SKIPPED: no cuzk-daemon beside cuzk-bench (cargo build -p cuzk-daemon)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let config = dir.path().join("cuzk.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\nlisten = \"{addr}\"\n[srs]\nparam_cache = \"{}\"\n",
+            dir.path().join("params").display()
+        ),
+    )
+    .unwrap();
+    let report = dir.path().join("cold-start.json");
+    let out = run(&[
+        "cold-start",
+        "--daemon",
+        daemon.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--proof",
+        "synthetic",
+        "--sector-size",
+        "none",
+        "--page-cache",
+        "warm",
+        "--addr",
+        &format!("http://{addr}"),
+        "--type",
+        "synthetic",
+        "--log2",
+        "10",
+        "--json",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let results = &report["results"];
+    assert_eq!(results["from_daemon_start"], true);
+    assert_eq!(results["first_proof"]["status"], "COMPLETED");
+    assert_eq!(results["first_proof"]["proof_bytes"], 192);
+    let total = results["time_to_first_proof_s"].as_f64().unwrap();
+    let ready = results["daemon_ready_s"].as_f64().unwrap();
+    assert!(ready > 0.0 && total > ready, "{results}");
+    assert_eq!(results["page_cache"], "warm");
+    // The daemon was stopped: its port is free again.
+    std::net::TcpListener::bind(&addr).expect("the daemon still listens");
+}
