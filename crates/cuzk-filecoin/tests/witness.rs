@@ -280,7 +280,7 @@ fn window_post_32gib_witness_by_sectors_equals_the_sequential_pass() {
 /// Issue 36: the R1CS recorded by units on all cores
 /// (`CompiledR1cs::record_by_units`, what the plans record) equals the
 /// sequential recording of the whole circuit, field for field.
-fn check_recording<P: FilecoinProof>(name: &str, plan: &FilecoinPlan<P>) {
+fn check_recording<P: FilecoinProof>(name: &str, plan: &FilecoinPlan<P>, against_sequential: bool) {
     let proof = plan.proof();
     let (prefix, units) = (proof.unit_prefix().expect("units"), proof.unit_count(0));
     assert!(units > 1, "{name}: {units} units");
@@ -291,27 +291,32 @@ fn check_recording<P: FilecoinProof>(name: &str, plan: &FilecoinPlan<P>) {
             .map_err(|e| R1csError::UnitMismatch(e.to_string()))
     })
     .unwrap();
-    let by_units_time = started.elapsed();
-    let started = Instant::now();
-    let sequential = CompiledR1cs::record(plan.circuit(0).unwrap()).unwrap();
     eprintln!(
-        "{name}: {} constraints, {units} units, recorded by units {:.2} s, sequentially {:.2} s",
-        sequential.num_constraints(),
-        by_units_time.as_secs_f64(),
+        "{name}: {} constraints, {} nonzeros, {units} units, recorded by units in {:.2} s",
+        by_units.num_constraints(),
+        by_units.nonzeros(),
         started.elapsed().as_secs_f64()
     );
-    assert!(by_units == sequential, "{name}: the recordings differ");
-    // What the plan records (by units) is the same.
-    drop(by_units);
-    assert!(
-        plan.record_r1cs(0).unwrap() == sequential,
-        "{name}: the plan's recording differs"
-    );
+    if against_sequential {
+        let started = Instant::now();
+        let sequential = CompiledR1cs::record(plan.circuit(0).unwrap()).unwrap();
+        eprintln!(
+            "{name}: recorded sequentially in {:.2} s",
+            started.elapsed().as_secs_f64()
+        );
+        assert!(by_units == sequential, "{name}: the recordings differ");
+        drop(sequential);
+        // What the plan records (by units) is the same.
+        assert!(
+            plan.record_r1cs(0).unwrap() == by_units,
+            "{name}: the plan's recording differs"
+        );
+    }
     // Its file reads back equal (the way a restarted daemon gets it).
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let (id, path) = (ProofPlan::circuit_id(plan), dir.path().join("r1cs"));
     let started = Instant::now();
-    sequential.write_file(&path, &id, CIRCUIT_SHAPE).unwrap();
+    by_units.write_file(&path, &id, CIRCUIT_SHAPE).unwrap();
     let write_time = started.elapsed();
     let started = Instant::now();
     let read = CompiledR1cs::read_file(&path, &id, CIRCUIT_SHAPE).unwrap();
@@ -321,19 +326,22 @@ fn check_recording<P: FilecoinProof>(name: &str, plan: &FilecoinPlan<P>) {
         write_time.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
-    assert!(read == sequential, "{name}: the file reads back otherwise");
+    assert!(read == by_units, "{name}: the file reads back otherwise");
 }
 
 fn check_porep_recording<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str) {
     let request = request(name);
     let plan = PorepPlan::<Tree>::new_with(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap();
-    check_recording(name, &plan);
+    check_recording(name, &plan, true);
 }
 
-fn check_post_recording<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str) {
+fn check_post_recording<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    name: &str,
+    against_sequential: bool,
+) {
     let request = request(name);
     let plan = PostPlan::<Tree>::new_with(PostInput::parse(&request).unwrap(), &ALLOW).unwrap();
-    check_recording(name, &plan);
+    check_recording(name, &plan, against_sequential);
 }
 
 #[test]
@@ -354,18 +362,25 @@ fn r1cs_of_porep_32gib_recorded_by_units_equals_the_sequential_recording() {
 
 #[test]
 fn r1cs_of_window_post_2kib_recorded_by_units_equals_the_sequential_recording() {
-    check_post_recording::<SectorShape2KiB>("window-post-2k");
+    check_post_recording::<SectorShape2KiB>("window-post-2k", true);
 }
 
 #[test]
 fn r1cs_of_winning_post_2kib_recorded_by_units_equals_the_sequential_recording() {
-    check_post_recording::<SectorShape2KiB>("winning-post-2k");
+    check_post_recording::<SectorShape2KiB>("winning-post-2k", true);
+}
+
+/// Timed, not compared: the sequential recording takes about 400 s on
+/// the GPU machine (the 2 KiB and 8 MiB ones are compared).
+#[test]
+#[ignore = "a 125 M-constraint partition of 2349 sectors: a minute and ~20 GiB"]
+fn r1cs_of_window_post_32gib_recorded_by_units() {
+    check_post_recording::<SectorShape32GiB>("window-post-32g", false);
 }
 
 #[test]
-#[ignore = "a 125 M-constraint partition of 2349 sectors: minutes and ~25 GiB"]
-fn r1cs_of_window_post_32gib_recorded_by_units_equals_the_sequential_recording() {
-    check_post_recording::<SectorShape32GiB>("window-post-32g");
+fn r1cs_of_window_post_8mib_recorded_by_units_equals_the_sequential_recording() {
+    check_post_recording::<SectorShape8MiB>("window-post-8m", true);
 }
 
 /// Issue 36: a preload (`PlanSource::prepare`) reads the circuit's
