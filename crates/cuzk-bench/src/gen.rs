@@ -19,6 +19,14 @@ pub struct GenArgs {
     /// A named production shape.
     #[arg(long, value_enum, conflicts_with_all = ["log2", "constraints"])]
     shape: Option<ShapeName>,
+    /// A stand-in for an official parameter file: the real circuit's
+    /// section sizes (recorded from a real-structure request of this proof,
+    /// e.g. porep-32g), random points, written under the official name into
+    /// --out (a directory) with its generation record (read trusted by a
+    /// daemon with `[benchmark] allow_unverifiable`) and the circuit's
+    /// compiled R1CS file.
+    #[arg(long, value_parser = crate::real::parse_spec, conflicts_with_all = ["shape", "log2", "constraints"])]
+    real: Option<cuzk_filecoin::structure::StructureSpec>,
     /// 2^K constraints.
     #[arg(long)]
     log2: Option<u32>,
@@ -46,6 +54,9 @@ pub struct GenArgs {
 }
 
 pub fn run(args: GenArgs) -> anyhow::Result<()> {
+    if let Some(spec) = &args.real {
+        return run_real(spec, &args);
+    }
     let (constraints, inputs, shape_seed) = match (args.shape, args.log2, args.constraints) {
         (Some(ShapeName::Porep32g), _, _) => (
             cuzk_core::shaped::POREP_32G_CONSTRAINTS,
@@ -91,6 +102,62 @@ pub fn run(args: GenArgs) -> anyhow::Result<()> {
         rayon::current_num_threads(),
         points / secs / 1e6,
         shape.file_bytes() as f64 / secs / 1e6
+    );
+    Ok(())
+}
+
+/// `--real`: see [`GenArgs::real`].
+fn run_real(spec: &cuzk_filecoin::structure::StructureSpec, args: &GenArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use cuzk_core::{PartitionData, PlanSource};
+    let dir = &args.out;
+    std::fs::create_dir_all(dir)?;
+    let request = cuzk_filecoin::structure::generate(spec)?.proof_request()?;
+    let plans = cuzk_filecoin::FilecoinPlans::new(dir.clone()).with_allow_unverifiable(true);
+    let plan = plans.plan(&request).context("not a Filecoin request")??;
+    let circuit_id = plan.circuit_id();
+    let started = Instant::now();
+    let PartitionData::Witness(first) = plan.synthesize_witness(0)? else {
+        bail!("{circuit_id} has no witness-only form");
+    };
+    let r1cs = first.r1cs.clone();
+    drop(first);
+    println!(
+        "{circuit_id}: R1CS recorded in {:.1}s ({} constraints, {} nonzeros)",
+        started.elapsed().as_secs_f64(),
+        r1cs.num_constraints(),
+        r1cs.nonzeros()
+    );
+    let shape = crate::real_c2::shape_of(&r1cs);
+    let path = dir.join(format!("{circuit_id}.params"));
+    println!(
+        "file:  {} ({:.2} GiB; sections h={} l={} a={} b={} ic={})",
+        path.display(),
+        shape.file_bytes() as f64 / (1u64 << 30) as f64,
+        shape.h,
+        shape.l,
+        shape.a,
+        shape.b,
+        shape.inputs
+    );
+    if args.dry_run {
+        return Ok(());
+    }
+    let store = cuzk_core::R1csStore::in_dir(dir);
+    let started = Instant::now();
+    if !store.save(&circuit_id, cuzk_filecoin::plans::CIRCUIT_SHAPE, &r1cs) {
+        bail!("the R1CS file could not be written in {}", dir.display());
+    }
+    println!("R1CS file written in {:.1}s", started.elapsed().as_secs_f64());
+    drop(r1cs);
+    let started = Instant::now();
+    write_shaped_parameters(&shape, args.seed, &path)?;
+    println!("parameters written in {:.1}s", started.elapsed().as_secs_f64());
+    let started = Instant::now();
+    let digest = cuzk_filecoin::trust::record_generated(&path)?;
+    println!(
+        "generation record written (digest {digest}, hashed in {:.1}s)",
+        started.elapsed().as_secs_f64()
     );
     Ok(())
 }

@@ -26,7 +26,7 @@ const ALLOW: PlanOptions = PlanOptions {
     r1cs_store: None,
 };
 
-fn parse_spec(s: &str) -> Result<StructureSpec, String> {
+pub(crate) fn parse_spec(s: &str) -> Result<StructureSpec, String> {
     s.parse().map_err(|e: FilecoinError| e.to_string())
 }
 

@@ -224,16 +224,7 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
     let r1cs = Arc::clone(&first.r1cs);
     let witness_bytes = first.witness.heap_bytes();
     drop(first);
-    let (a_aux, b_inputs, b_aux) = r1cs.densities();
-    let domain = r1cs.num_constraints().next_power_of_two();
-    let shape = Shape {
-        constraints: r1cs.num_constraints(),
-        inputs: r1cs.num_inputs(),
-        h: domain - 1,
-        l: r1cs.num_aux(),
-        a: r1cs.num_inputs() + a_aux.count_ones(),
-        b: b_inputs.count_ones() + b_aux.count_ones(),
-    };
+    let shape = shape_of(&r1cs);
     eprintln!(
         "{circuit_id}: R1CS + partition 0 witness {:.1}s ({} constraints, {} nonzeros, {} MiB)",
         record_and_witness.as_secs_f64(),
@@ -265,6 +256,20 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
         )?);
     }
     report.write(&serde_json::json!({ "passes": passes }))
+}
+
+/// The parameter sections a circuit of this R1CS needs.
+pub(crate) fn shape_of(r1cs: &cuzk_core::CompiledR1cs) -> Shape {
+    let (a_aux, b_inputs, b_aux) = r1cs.densities();
+    let domain = r1cs.num_constraints().next_power_of_two();
+    Shape {
+        constraints: r1cs.num_constraints(),
+        inputs: r1cs.num_inputs(),
+        h: domain - 1,
+        l: r1cs.num_aux(),
+        a: r1cs.num_inputs() + a_aux.count_ones(),
+        b: b_inputs.count_ones() + b_aux.count_ones(),
+    }
 }
 
 /// What every pass shares: the request and its circuit's recorded shape.

@@ -39,12 +39,16 @@ impl FilecoinPlans {
     /// logged) instead of refusing them, for benchmarks on real-structure
     /// inputs (`[benchmark] allow_unverifiable`; see
     /// [`PlanOptions::allow_unverifiable`]). Off unless set.
+    /// Stand-in parameter files generated on this machine are then read
+    /// trusted by their generation records ([`crate::trust`]).
     pub fn with_allow_unverifiable(self, allow: bool) -> Self {
+        let trust = Arc::new(Trust::new(self.trust_digests(), self.trust.full()).honouring_generated(allow));
         Self {
             options: PlanOptions {
                 allow_unverifiable: allow,
                 ..self.options
             },
+            trust,
             ..self
         }
     }
@@ -82,8 +86,9 @@ impl FilecoinPlans {
     /// or not (`[srs] verify_points = "full"`).
     pub fn with_full_point_check(self, full: bool) -> Self {
         let digests = self.trust_digests();
+        let generated = self.trust.honours_generated();
         Self {
-            trust: Arc::new(Trust::new(digests, full)),
+            trust: Arc::new(Trust::new(digests, full).honouring_generated(generated)),
             ..self
         }
     }
@@ -92,8 +97,9 @@ impl FilecoinPlans {
     /// (tests; another release's table).
     pub fn with_digests(self, digests: Digests) -> Self {
         let full = self.trust.full();
+        let generated = self.trust.honours_generated();
         Self {
-            trust: Arc::new(Trust::new(digests, full)),
+            trust: Arc::new(Trust::new(digests, full).honouring_generated(generated)),
             ..self
         }
     }

@@ -14,6 +14,16 @@
 //! (size, mtime in ns, digest; written to a temporary name, then renamed),
 //! or, where that cannot be written (a read-only directory), in memory for
 //! the life of the process.
+//!
+//! Benchmarks of the real circuits' sizes use stand-in files under the
+//! official names (`cuzk-bench gen-srs --real`: random points, the real
+//! circuit's section sizes), which must be read at the official files'
+//! cost, not point by point. Their generator leaves a generation record
+//! (`.cuzk-trust/generated/<file name>.json`: size, mtime, digest), kept
+//! like the trust records, and a [`Trust`] that honours them
+//! ([`Trust::honouring_generated`], only with `[benchmark]
+//! allow_unverifiable`: such files prove nothing filecoin-proofs accepts)
+//! reads a file whose size and mtime match its record trusted.
 
 use cuzk_core::{ParameterFile, ParameterRecipe, PlanError, PointCheck, ProvingParameters};
 use serde::{Deserialize, Serialize};
@@ -113,13 +123,16 @@ pub enum Verdict {
     Mismatch,
     /// The file could not be read or changed while being hashed.
     Unreadable,
+    /// A stand-in generated on this machine, its generation record
+    /// matching (honoured only for benchmarks).
+    Generated,
 }
 
 impl Verdict {
     /// The point check this verdict reads with.
     pub fn check(self) -> PointCheck {
         match self {
-            Verdict::Remembered | Verdict::Matched => PointCheck::Trusted,
+            Verdict::Remembered | Verdict::Matched | Verdict::Generated => PointCheck::Trusted,
             _ => PointCheck::Full,
         }
     }
@@ -135,6 +148,40 @@ pub struct Trust {
     /// digest matched or not (so a mismatched file is not re-hashed).
     known: Mutex<HashMap<PathBuf, Record>>,
     hashed: AtomicU64,
+    /// Whether generation records are honoured.
+    generated: bool,
+}
+
+/// The directory of the generation records, inside [`RECORD_DIR`].
+pub const GENERATED_DIR: &str = "generated";
+
+/// Leaves the generation record of `path`, a stand-in parameter file just
+/// written on this machine: its size, mtime and digest (hashed now, one
+/// core). Returns the digest.
+pub fn record_generated(path: &Path) -> std::io::Result<String> {
+    let digest = file_digest(path)?;
+    let (size, mtime_ns) = stat(path)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let target = generated_record_path(path, &name);
+    std::fs::create_dir_all(target.parent().expect("a record has a directory"))?;
+    let tmp = target.with_extension(format!("tmp.{}", std::process::id()));
+    let record = Record {
+        size,
+        mtime_ns,
+        digest: digest.clone(),
+    };
+    std::fs::write(&tmp, serde_json::to_vec(&record).expect("a record serialises"))?;
+    std::fs::rename(&tmp, &target)?;
+    Ok(digest)
+}
+
+fn generated_record_path(path: &Path, name: &str) -> PathBuf {
+    path.with_file_name(RECORD_DIR)
+        .join(GENERATED_DIR)
+        .join(format!("{name}.json"))
 }
 
 impl Trust {
@@ -145,7 +192,22 @@ impl Trust {
             full,
             known: Mutex::new(HashMap::new()),
             hashed: AtomicU64::new(0),
+            generated: false,
         }
+    }
+
+    /// `honour`: read a stand-in whose generation record matches its size
+    /// and mtime ([`record_generated`]) trusted. Benchmarks only.
+    pub fn honouring_generated(self, honour: bool) -> Self {
+        Self {
+            generated: honour,
+            ..self
+        }
+    }
+
+    /// Whether generation records are honoured.
+    pub fn honours_generated(&self) -> bool {
+        self.generated
     }
 
     /// How many files this has hashed.
@@ -194,6 +256,19 @@ impl Trust {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        if self.generated {
+            let record: Option<Record> = std::fs::read(generated_record_path(path, &name))
+                .ok()
+                .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+            if record.is_some_and(|r| stat(path).ok() == Some((r.size, r.mtime_ns))) {
+                tracing::warn!(
+                    file = %name,
+                    "parameter file generated on this machine (a stand-in: its generation record matches): \
+                     read trusted ([benchmark] allow_unverifiable)"
+                );
+                return Verdict::Generated;
+            }
+        }
         let Some(published) = self.digests.get(&name) else {
             tracing::warn!(
                 file = %name,
@@ -481,5 +556,29 @@ mod tests {
         assert_eq!((loaded.h, loaded.l, loaded.a), (full.h, full.l, full.a));
         assert_eq!((loaded.b_g1, loaded.b_g2), (full.b_g1, full.b_g2));
         assert_eq!(trust.files_hashed(), 1);
+    }
+
+    /// Issue 36: a stand-in generated here is read trusted by its
+    /// generation record, only where those are honoured (benchmarks), and
+    /// only while its size and mtime are the recorded ones.
+    #[test]
+    fn a_generated_stand_in_is_trusted_by_its_record_only_for_benchmarks() {
+        let (_dir, path) = setup(b"stand-in points");
+        let other = Trust::new(Digests::from_pairs([(NAME, "0".repeat(32))]), false);
+        assert_eq!(other.verdict(&path), Verdict::Mismatch, "no record yet");
+        record_generated(&path).unwrap();
+        let benchmark =
+            Trust::new(Digests::from_pairs([(NAME, "0".repeat(32))]), false).honouring_generated(true);
+        assert_eq!(benchmark.verdict(&path), Verdict::Generated);
+        assert_eq!(Verdict::Generated.check(), PointCheck::Trusted);
+        assert_eq!(benchmark.files_hashed(), 0, "read at a trusted file's cost");
+        // A production daemon does not honour it.
+        let production = Trust::new(Digests::from_pairs([(NAME, "0".repeat(32))]), false);
+        assert_eq!(production.verdict(&path), Verdict::Mismatch);
+        // Nor does a benchmark once the file changed.
+        touch(&path, 1_000);
+        let benchmark =
+            Trust::new(Digests::from_pairs([(NAME, "0".repeat(32))]), false).honouring_generated(true);
+        assert_eq!(benchmark.verdict(&path), Verdict::Mismatch);
     }
 }

@@ -300,6 +300,16 @@ impl CompiledR1cs {
         out.write_all(END).map_err(io)?;
         out.flush().map_err(io)?;
         drop(out);
+        // Readable by other daemons sharing the directory (the temporary
+        // file is created private).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            temporary
+                .as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))
+                .map_err(io)?;
+        }
         temporary.as_file().sync_all().map_err(io)?;
         temporary.persist(path).map_err(|e| io(e.error))?;
         Ok(())
