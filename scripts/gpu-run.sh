@@ -28,6 +28,9 @@
 #                                       (witness:3,host:1) in one process, BUDGET GiB (100),
 #                                       a timeline chart per pass; REALC2_ARGS: more flags
 #                                       (--sequential-slots N --pool-threads N)
+#   scripts/gpu-run.sh coldstart        daemon start to first proof (cold-start), a stand-in
+#                                       parameter file of PROOF's (porep-32g) real sizes on disk,
+#                                       with and without the R1CS file (needs .gpu/cuzk-daemon.xz)
 # Logs go to $OUT (or ./gpu-logs when run by hand).
 set -uo pipefail
 out=${OUT:-gpu-logs}
@@ -151,6 +154,36 @@ PY
       "$bin" timeline --log "$log" --out "${log%.log}.svg" 2>&1 | tee "${log%.log}-timeline.txt"
     done
     grep -v TIMELINE "$out/engine.log" | grep -v UNVERIFI | tail -30
+    ;;
+  coldstart)
+    # Issue 36: cuzk-daemon (carried as .gpu/cuzk-daemon.xz) from its start
+    # to the first proof of PROOF (porep-32g), with a stand-in parameter
+    # file of the real circuit's section sizes and the R1CS file on local
+    # disk (gen-srs --real), preloaded as PRELOAD (Curio's name, porep-32g);
+    # then again without the R1CS file. The page cache holds what gen-srs
+    # just wrote (as much as the daemon's memory leaves).
+    daemon=/tmp/cuzk-daemon
+    xz -dc .gpu/cuzk-daemon.xz >"$daemon" && chmod +x "$daemon" || exit 1
+    proof=${PROOF:-porep-32g}
+    params=${PARAMS:-/tmp/cuzk-params}
+    requests=/tmp/cuzk-requests
+    mkdir -p "$params" "$requests"
+    df -h "$params" | tail -1
+    "$bin" gen-srs --real "$proof" --out "$params" 2>&1 | grep -v UNVERIFI | tee "$out/gen-srs.txt"
+    "$bin" real-inputs --proof "$proof" --out "$requests" 2>&1 | grep -v UNVERIFI | tee "$out/real-inputs.txt"
+    # "submit: cuzk-bench batch --type porep --c1 FILE [...]" -> the flags.
+    flags=$(sed -n 's/.*submit: cuzk-bench batch \(--type [a-z-]* --[a-z0-9]* [^ ]*\).*/\1/p' "$out/real-inputs.txt")
+    printf '[daemon]\nlisten = "127.0.0.1:9820"\n[srs]\nparam_cache = "%s"\npreload = ["%s"]\n[benchmark]\nsynthetic = false\nallow_unverifiable = true\n' \
+      "$params" "${PRELOAD:-porep-32g}" >/tmp/cuzk-coldstart.toml
+    kind=${proof%-*}; size=${proof##*-}
+    for run in r1cs-file no-r1cs-file; do
+      [ "$run" = no-r1cs-file ] && rm -f "$params"/*.r1cs
+      GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.hugetlb=1} timeout "${COLDSTART_TIMEOUT:-280}" \
+        "$bin" cold-start --daemon "$daemon" --config /tmp/cuzk-coldstart.toml --proof "$kind" \
+        --sector-size "$size" --page-cache warm --daemon-log "$out/daemon-$run.log" \
+        --addr http://127.0.0.1:9820 $flags --json "$out/cold-start-$proof-$run.json" 2>&1 | grep -v UNVERIFI
+      echo "cold-start ($run) exit: ${PIPESTATUS[0]}"
+    done
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
