@@ -420,3 +420,92 @@ fn with_no_other_device_in_service_a_failure_fails_the_job() {
     );
     assert_eq!(a.proved() + b.proved(), 0);
 }
+
+/// A slow device that proves on the CPU and notes each partition's size,
+/// in the order it is given them.
+#[derive(Debug)]
+struct Ordered {
+    delay: Duration,
+    order: std::sync::Mutex<Vec<usize>>,
+}
+
+impl ProverBackend for Ordered {
+    fn name(&self) -> String {
+        "ordered".into()
+    }
+
+    fn status(&self) -> BackendStatus {
+        BackendStatus {
+            name: self.name(),
+            kind: BackendKind::Gpu,
+            ordinal: 0,
+            memory_total_bytes: 1 << 30,
+            memory_free_bytes: 1 << 29,
+        }
+    }
+
+    fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
+        self.order.lock().unwrap().push(input.data.num_constraints());
+        std::thread::sleep(self.delay);
+        CpuBackend.prove_start(input)
+    }
+}
+
+/// Issue 36: a WindowPoSt partition submitted behind a queue of PoRep
+/// partitions (three proofs of four partitions, the device slow) is proved
+/// before them: only those already past the dispatcher go first.
+#[test]
+fn a_post_submitted_behind_queued_porep_partitions_is_proved_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let device = Arc::new(Ordered {
+        delay: Duration::from_millis(150),
+        order: std::sync::Mutex::new(Vec::new()),
+    });
+    let config = EngineConfig {
+        partition_workers: 1,
+        workers_per_backend: 1,
+        max_prover_queue_depth: 1,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(config, vec![device.clone()], vec![synthetic(dir.path())]).unwrap();
+    // Both circuits' parameters loaded first, so the order is not about loading.
+    let (porep, post) = (spec(4, 31), common::spec(2 * SIZE, 1, 32));
+    assert_eq!(prove(&engine, &spec(1, 30)).status, JobStatus::Completed);
+    let mut window = request(&post);
+    window.kind = cuzk_core::ProofKind::WindowPostPartition; // HIGH by default
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let warm = engine.submit(window.clone()).unwrap();
+    rt.block_on(engine.wait(&warm.job_id, None)).unwrap();
+    device.order.lock().unwrap().clear();
+
+    let poreps: Vec<String> = (0..3)
+        .map(|i| {
+            let mut s = porep.clone();
+            s.seed += i;
+            engine.submit(request(&s)).unwrap().job_id
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    window.vanilla_proof = common::spec(2 * SIZE, 1, 33).to_vanilla_proof();
+    let post_job = engine.submit(window).unwrap();
+    let done = rt.block_on(engine.wait(&post_job.job_id, None)).unwrap();
+    assert_eq!(done.status, JobStatus::Completed);
+    for id in &poreps {
+        assert_eq!(
+            rt.block_on(engine.wait(id, None)).unwrap().status,
+            JobStatus::Completed
+        );
+    }
+    let order = device.order.lock().unwrap().clone();
+    assert_eq!(order.len(), 13, "{order:?}");
+    let post_size = *order.iter().max().unwrap();
+    let at = order.iter().position(|&n| n == post_size).unwrap();
+    // Past the dispatcher before it: at most the partition proving, the
+    // one in the hand-off and the one synthesising (and one more while the
+    // PoSt was submitted).
+    assert!(at <= 4, "the PoSt partition was proved {at}th: {order:?}");
+    assert!(order.len() - at - 1 >= 8, "{order:?}");
+}
