@@ -1363,6 +1363,8 @@ mod tests {
         only: Option<usize>,
         extra_prologue: bool,
         tail: bool,
+        /// Every unit of three steps (alike), but this one of four.
+        alike_but: Option<Option<usize>>,
     }
 
     impl Circuit<Scalar> for Units {
@@ -1380,7 +1382,11 @@ mod tests {
                 let public = cs.alloc_input(|| "k", || Ok(k))?;
                 let mut acc = x.square();
                 let mut previous = square;
-                for j in 0..(3 + i) {
+                let steps = match self.alike_but {
+                    None => 3 + i,
+                    Some(odd) => 3 + usize::from(odd == Some(i)),
+                };
+                for j in 0..steps {
                     acc = acc * k + Scalar::from(j as u64);
                     let next = cs.alloc(|| format!("step {j}"), || Ok(acc))?;
                     cs.enforce(
@@ -1407,6 +1413,7 @@ mod tests {
             only: None,
             extra_prologue: false,
             tail: false,
+            alike_but: None,
         };
         let r1cs = CompiledR1cs::record(whole.clone()).unwrap();
         let layout = r1cs.units("unit_").expect("five units");
@@ -1452,6 +1459,7 @@ mod tests {
             only: None,
             extra_prologue: false,
             tail: false,
+            alike_but: None,
         };
         let sequential = CompiledR1cs::record(whole.clone()).unwrap();
         let unit = |i| Units {
@@ -1488,5 +1496,42 @@ mod tests {
         // ...and one without a unit.
         let none = CompiledR1cs::record_by_units("nothing_", 5, |i| Ok(unit(i)));
         assert!(matches!(none, Err(R1csError::UnitMismatch(_))), "{none:?}");
+    }
+
+    /// Units alike (one recording placed for all, after the counts of
+    /// every unit and a sample's recordings matched), and alike but for one
+    /// unit outside the sample (its counts differ: every unit recorded):
+    /// both equal to the sequential recording.
+    #[test]
+    fn recording_alike_units_equals_the_sequential_recording() {
+        for odd in [None, Some(17)] {
+            let whole = Units {
+                x: 5,
+                units: 40,
+                only: None,
+                extra_prologue: false,
+                tail: false,
+                alike_but: Some(odd),
+            };
+            let sequential = CompiledR1cs::record(whole.clone()).unwrap();
+            let built = std::sync::atomic::AtomicUsize::new(0);
+            let by_units = CompiledR1cs::record_by_units("unit_", 40, |i| {
+                built.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(Units {
+                    only: Some(i),
+                    ..whole.clone()
+                })
+            })
+            .unwrap();
+            assert!(by_units == sequential, "odd unit {odd:?}: the recordings differ");
+            // The sample recorded and every unit counted (40);
+            // with an odd unit, every unit recorded too (40 more).
+            let sample = units::sample_of(40, rayon::current_num_threads()).len();
+            let expected = sample + 40 + if odd.is_some() { 40 } else { 0 };
+            assert_eq!(built.into_inner(), expected, "odd unit {odd:?}");
+        }
+        assert_eq!(units::sample_of(40, 2), vec![0, 1, 19, 39]);
+        assert_eq!(units::sample_of(2, 16), vec![0, 1]);
+        assert_eq!(units::sample_of(1, 16), vec![0]);
     }
 }

@@ -16,12 +16,25 @@
 //! namespace closes), and its prologue (variables, constraints,
 //! coefficients, namespaces) is unit 0's. A unit that fails is an error,
 //! and the caller records sequentially.
+//!
+//! Units are usually alike (the same gadgets over another challenge or
+//! sector: a circuit's structure never depends on its values). Where they
+//! far outnumber the pool's threads, one recording stands for all: every
+//! unit circuit is run through a
+//! constraint system that only counts (no linear combination built), a
+//! sample of them (one per pool thread: unit 0, 1, the last and others
+//! spread evenly) is recorded whole, and when every count and every
+//! sampled recording equals unit 0's, unit 0's recording is placed at each
+//! unit's offset. Otherwise every unit is recorded. A WindowPoSt partition's
+//! 2,349 sectors then cost a counting pass and a few recordings instead of
+//! 2,349 recordings.
 
 use super::{
     densities, CoefficientTable, CompiledR1cs, Entry, NamespaceStart, R1csError, SparseMatrix, INPUT_BIT,
 };
-use bellperson::Circuit;
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
+use ff::Field;
 use rayon::prelude::*;
 
 /// One unit's recording and where its unit starts in it.
@@ -71,6 +84,23 @@ impl UnitRecording {
             self.r1cs.num_aux - self.prologue.1,
             self.rows - self.prologue.2,
         )
+    }
+
+    /// Whether it records the same unit as `other` (its namespaces' names
+    /// aside, which may number the unit).
+    fn alike(&self, other: &UnitRecording) -> bool {
+        let (mine, theirs) = (&self.r1cs, &other.r1cs);
+        let places = |r: &CompiledR1cs| -> Vec<(usize, usize, usize)> {
+            r.namespaces.iter().map(|ns| (ns.depth, ns.inputs, ns.aux)).collect()
+        };
+        (self.prologue, self.rows, self.namespace) == (other.prologue, other.rows, other.namespace)
+            && (mine.num_inputs, mine.num_aux) == (theirs.num_inputs, theirs.num_aux)
+            && mine.a == theirs.a
+            && mine.b == theirs.b
+            && mine.c == theirs.c
+            && mine.coefficients == theirs.coefficients
+            && places(mine) == places(theirs)
+            && mine.namespaces[..self.namespace] == theirs.namespaces[..other.namespace]
     }
 
     /// Whether its prologue is `first`'s: counts, constraints, the
@@ -144,8 +174,9 @@ impl CompiledR1cs {
     /// is not its unit alone behind the common prologue is an error (see
     /// the module documentation).
     ///
-    /// Peak memory: the unit recordings together (about the whole
-    /// circuit's R1CS) and one merged matrix beside them.
+    /// Peak memory: the whole circuit's R1CS and one unit's recording
+    /// when the units are alike, else the unit recordings together (about
+    /// the whole circuit's R1CS again) and one merged matrix beside them.
     pub fn record_by_units<C, F>(prefix: &str, units: usize, unit_circuit: F) -> Result<Self, R1csError>
     where
         C: Circuit<Scalar>,
@@ -154,11 +185,32 @@ impl CompiledR1cs {
         if units == 0 {
             return Err(R1csError::UnitMismatch("no units".into()));
         }
-        let mut recordings: Vec<UnitRecording> = crate::cores::share_with_pool((0..units).collect(), |i| {
-            UnitRecording::new(prefix, i, unit_circuit(i)?)
-        })
-        .into_iter()
-        .collect::<Result<_, _>>()?;
+        let record = |indices: Vec<usize>| -> Result<Vec<UnitRecording>, R1csError> {
+            crate::cores::share_with_pool(indices, |i| UnitRecording::new(prefix, i, unit_circuit(i)?))
+                .into_iter()
+                .collect()
+        };
+        // Units alike (every unit's counts equal, and a sample's whole
+        // recordings equal): one recording stands for all. Otherwise each
+        // unit is recorded.
+        // Only worth it when the sample is far smaller than the units: the
+        // counting pass costs a good part of a recording (a 32 GiB PoRep
+        // partition's 18 challenges on 16 cores record faster all at once).
+        let sample = sample_of(units, rayon::current_num_threads());
+        let sample = if 2 * sample.len() < units { sample } else { (0..units).collect() };
+        let sampled = record(sample)?;
+        let alike = sampled.len() < units
+            && sampled.iter().all(|r| r.alike(&sampled[0]))
+            && counts_alike(units, &unit_circuit)?;
+        let (mut recordings, sources) = if alike {
+            let first = sampled.into_iter().next().expect("unit 0 is sampled");
+            (vec![first], vec![0; units])
+        } else if sampled.len() == units {
+            (sampled, (0..units).collect())
+        } else {
+            drop(sampled);
+            (record((0..units).collect())?, (0..units).collect::<Vec<usize>>())
+        };
         let first = &recordings[0];
         if let Some(i) = recordings.iter().position(|r| !r.same_prologue(first)) {
             return Err(R1csError::UnitMismatch(format!(
@@ -173,7 +225,7 @@ impl CompiledR1cs {
         let mut table = CoefficientTable::new();
         let mut placements = Vec::with_capacity(units);
         let mut next = prologue;
-        for recording in &recordings {
+        for recording in sources.iter().map(|&k| &recordings[k]) {
             let coefficients = recording
                 .r1cs
                 .coefficients
@@ -208,6 +260,7 @@ impl CompiledR1cs {
             *out = merge_matrix(
                 &parts,
                 &recordings,
+                &sources,
                 &placements,
                 prologue,
                 own_rows,
@@ -220,7 +273,7 @@ impl CompiledR1cs {
 
         let mut namespaces: Vec<NamespaceStart> =
             recordings[0].r1cs.namespaces[..recordings[0].namespace].to_vec();
-        for (i, (recording, placement)) in recordings.iter().zip(&placements).enumerate() {
+        for (i, (recording, placement)) in sources.iter().map(|&k| &recordings[k]).zip(&placements).enumerate() {
             let unit_path = &recording.r1cs.namespaces[recording.namespace].path;
             // storage-proofs numbers its units: the unit circuit's lone unit
             // is `<prefix>0`, the whole circuit's unit i `<prefix><i>`.
@@ -254,13 +307,16 @@ impl CompiledR1cs {
     }
 }
 
-/// One matrix of the whole circuit from its units' (`parts[i]` of
-/// `recordings[i]`): the prologue's rows (unit 0's), each unit's own rows
-/// renumbered by its placement, then one row per input (`independence`:
-/// the input alone, else empty). `None` when a number outgrows its field.
+/// One matrix of the whole circuit from its units' (unit `i`'s is
+/// `parts[sources[i]]`, of `recordings[sources[i]]`): the prologue's rows
+/// (unit 0's), each unit's own rows renumbered by its placement, then one
+/// row per input (`independence`: the input alone, else empty). `None`
+/// when a number outgrows its field.
+#[allow(clippy::too_many_arguments)]
 fn merge_matrix(
     parts: &[SparseMatrix],
     recordings: &[UnitRecording],
+    sources: &[usize],
     placements: &[Placement],
     prologue: (usize, usize, usize),
     own_rows: usize,
@@ -270,9 +326,9 @@ fn merge_matrix(
     let rows = own_rows + num_inputs;
     let prologue_nonzeros = parts[0].row_starts[prologue.2] as usize;
     // Each unit's own rows and nonzeros in its recording.
-    let spans: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> = parts
+    let spans: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> = sources
         .iter()
-        .zip(recordings)
+        .map(|&k| (&parts[k], &recordings[k]))
         .map(|(part, recording)| {
             let rows = prologue.2..recording.rows;
             let nonzeros = part.row_starts[rows.start] as usize..part.row_starts[rows.end] as usize;
@@ -297,7 +353,7 @@ fn merge_matrix(
     // Disjoint slices of the output, one per unit, filled in parallel.
     let (_, mut starts_rest) = row_starts.split_at_mut(prologue.2);
     let (_, mut entries_rest) = entries.split_at_mut(prologue_nonzeros);
-    let mut targets = Vec::with_capacity(parts.len());
+    let mut targets = Vec::with_capacity(sources.len());
     let mut first_nonzero = prologue_nonzeros;
     for (i, (rows, nonzeros)) in spans.iter().enumerate() {
         let (starts, rest) = std::mem::take(&mut starts_rest).split_at_mut(rows.len());
@@ -310,7 +366,7 @@ fn merge_matrix(
     let placed = targets
         .into_par_iter()
         .all(|(i, first_nonzero, starts, unit_entries)| {
-            let (part, (rows, nonzeros)) = (&parts[i], &spans[i]);
+            let (part, (rows, nonzeros)) = (&parts[sources[i]], &spans[i]);
             for (out, &start) in starts.iter_mut().zip(&part.row_starts[rows.clone()]) {
                 // Fits: the total was checked against u32 above.
                 *out = (first_nonzero + start as usize - nonzeros.start) as u32;
@@ -336,4 +392,92 @@ fn merge_matrix(
     }
     row_starts[rows] = nonzeros as u32;
     Some(SparseMatrix { row_starts, entries })
+}
+
+/// The units whose whole recordings are compared: 0, 1, the last, and
+/// others spread evenly, `width` in all (one per pool thread: recorded
+/// side by side, they cost about one unit's time).
+pub(super) fn sample_of(units: usize, width: usize) -> Vec<usize> {
+    let width = width.max(3).min(units);
+    let mut sample: Vec<usize> = (0..width).map(|k| k * (units - 1) / (width - 1).max(1)).collect();
+    sample.extend([0, 1.min(units - 1), units - 1]);
+    sample.sort_unstable();
+    sample.dedup();
+    sample
+}
+
+/// Whether every unit circuit allocates as many inputs and aux variables
+/// and enforces as many constraints as unit 0's: each run through a
+/// constraint system that only counts (no linear combination built, no
+/// value computed), on the pool.
+fn counts_alike<C, F>(units: usize, unit_circuit: &F) -> Result<bool, R1csError>
+where
+    C: Circuit<Scalar>,
+    F: Fn(usize) -> Result<C, R1csError> + Sync,
+{
+    let counts: Vec<(usize, usize, usize)> = crate::cores::share_with_pool((0..units).collect(), |i| {
+        let mut cs = Counter::default();
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        unit_circuit(i)?.synthesize(&mut cs)?;
+        Ok::<_, R1csError>((cs.inputs, cs.aux, cs.constraints))
+    })
+    .into_iter()
+    .collect::<Result<_, _>>()?;
+    Ok(counts.iter().all(|c| *c == counts[0]))
+}
+
+/// A constraint system that counts and does nothing else.
+#[derive(Debug, Default)]
+struct Counter {
+    inputs: usize,
+    aux: usize,
+    constraints: usize,
+}
+
+impl ConstraintSystem<Scalar> for Counter {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux += 1;
+        Ok(Variable(Index::Aux(self.aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs += 1;
+        Ok(Variable(Index::Input(self.inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.constraints += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
 }
