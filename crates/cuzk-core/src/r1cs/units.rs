@@ -91,7 +91,10 @@ impl UnitRecording {
     fn alike(&self, other: &UnitRecording) -> bool {
         let (mine, theirs) = (&self.r1cs, &other.r1cs);
         let places = |r: &CompiledR1cs| -> Vec<(usize, usize, usize)> {
-            r.namespaces.iter().map(|ns| (ns.depth, ns.inputs, ns.aux)).collect()
+            r.namespaces
+                .iter()
+                .map(|ns| (ns.depth, ns.inputs, ns.aux))
+                .collect()
         };
         (self.prologue, self.rows, self.namespace) == (other.prologue, other.rows, other.namespace)
             && (mine.num_inputs, mine.num_aux) == (theirs.num_inputs, theirs.num_aux)
@@ -197,7 +200,11 @@ impl CompiledR1cs {
         // counting pass costs a good part of a recording (a 32 GiB PoRep
         // partition's 18 challenges on 16 cores record faster all at once).
         let sample = sample_of(units, rayon::current_num_threads());
-        let sample = if 2 * sample.len() < units { sample } else { (0..units).collect() };
+        let sample = if 2 * sample.len() < units {
+            sample
+        } else {
+            (0..units).collect()
+        };
         let sampled = record(sample)?;
         let alike = sampled.len() < units
             && sampled.iter().all(|r| r.alike(&sampled[0]))
@@ -273,7 +280,12 @@ impl CompiledR1cs {
 
         let mut namespaces: Vec<NamespaceStart> =
             recordings[0].r1cs.namespaces[..recordings[0].namespace].to_vec();
-        for (i, (recording, placement)) in sources.iter().map(|&k| &recordings[k]).zip(&placements).enumerate() {
+        for (i, (recording, placement)) in sources
+            .iter()
+            .map(|&k| &recordings[k])
+            .zip(&placements)
+            .enumerate()
+        {
             let unit_path = &recording.r1cs.namespaces[recording.namespace].path;
             // storage-proofs numbers its units: the unit circuit's lone unit
             // is `<prefix>0`, the whole circuit's unit i `<prefix><i>`.
