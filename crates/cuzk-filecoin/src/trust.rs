@@ -165,17 +165,26 @@ pub fn record_generated(path: &Path) -> std::io::Result<String> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let target = generated_record_path(path, &name);
-    std::fs::create_dir_all(target.parent().expect("a record has a directory"))?;
-    let tmp = target.with_extension(format!("tmp.{}", std::process::id()));
     let record = Record {
         size,
         mtime_ns,
         digest: digest.clone(),
     };
-    std::fs::write(&tmp, serde_json::to_vec(&record).expect("a record serialises"))?;
-    std::fs::rename(&tmp, &target)?;
+    write_record_at(&generated_record_path(path, &name), &record)?;
     Ok(digest)
+}
+
+/// Writes `record` as `target`: to a temporary name beside it, then
+/// renamed, so a reader sees the whole record or none.
+fn write_record_at(target: &Path, record: &Record) -> std::io::Result<()> {
+    std::fs::create_dir_all(target.parent().expect("a record has a directory"))?;
+    let tmp = target.with_extension(format!("tmp.{}", std::process::id()));
+    let result = std::fs::write(&tmp, serde_json::to_vec(record).expect("a record serialises"))
+        .and_then(|()| std::fs::rename(&tmp, target));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 fn generated_record_path(path: &Path, name: &str) -> PathBuf {
@@ -235,15 +244,7 @@ impl Trust {
     }
 
     fn write_record(path: &Path, name: &str, record: &Record) -> std::io::Result<()> {
-        let target = Self::record_path(path, name);
-        std::fs::create_dir_all(target.parent().expect("a record has a directory"))?;
-        let tmp = target.with_extension(format!("tmp.{}", std::process::id()));
-        let result = std::fs::write(&tmp, serde_json::to_vec(record).expect("a record serialises"))
-            .and_then(|()| std::fs::rename(&tmp, &target));
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result
+        write_record_at(&Self::record_path(path, name), record)
     }
 
     /// Decides how `path` is read, hashing it when nothing is known of its
