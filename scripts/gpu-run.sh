@@ -28,6 +28,9 @@
 #                                       (witness:3,host:1) in one process, BUDGET GiB (100),
 #                                       a timeline chart per pass; REALC2_ARGS: more flags
 #                                       (--sequential-slots N --pool-threads N)
+#   scripts/gpu-run.sh postload         PoSt under load: a daemon proving COUNT real-structure PoRep
+#                                       32 GiB proofs takes POSTS PoSt requests (POST, winning-post-32g)
+#                                       one after another, each timed from submission
 #   scripts/gpu-run.sh coldstart        daemon start to first proof (cold-start), a stand-in
 #                                       parameter file of PROOF's (porep-32g) real sizes on disk,
 #                                       with and without the R1CS file (needs .gpu/cuzk-daemon.xz)
@@ -169,21 +172,79 @@ PY
     requests=/tmp/cuzk-requests
     mkdir -p "$params" "$requests"
     df -h "$params" | tail -1
-    "$bin" gen-srs --real "$proof" --out "$params" 2>&1 | grep -v UNVERIFI | tee "$out/gen-srs.txt"
-    "$bin" real-inputs --proof "$proof" --out "$requests" 2>&1 | grep -v UNVERIFI | tee "$out/real-inputs.txt"
+    # R1CS_DIR: the R1CS file elsewhere (/dev/shm: the 64 GiB disk holds a
+    # WindowPoSt 32 GiB parameter file but not its 10 GiB R1CS beside it).
+    r1cs_dir=${R1CS_DIR:-$params}
+    mkdir -p "$r1cs_dir"
+    [ -e "$params/.$proof.made" ] ||
+      { "$bin" gen-srs --real "$proof" --out "$params" --r1cs-dir "$r1cs_dir" 2>&1 | grep -v UNVERIFI |
+        tee "$out/gen-srs-$proof.txt" && touch "$params/.$proof.made"; }
+    df -h "$params" | tail -1
+    "$bin" real-inputs --proof "$proof" --out "$requests" 2>&1 | grep -v UNVERIFI | tee "$out/real-inputs-$proof.txt"
     # "submit: cuzk-bench batch --type porep --c1 FILE [...]" -> the flags.
-    flags=$(sed -n 's/.*submit: cuzk-bench batch \(--type [a-z-]* --[a-z0-9]* [^ ]*\).*/\1/p' "$out/real-inputs.txt")
-    printf '[daemon]\nlisten = "127.0.0.1:9820"\n[srs]\nparam_cache = "%s"\npreload = ["%s"]\n[benchmark]\nsynthetic = false\nallow_unverifiable = true\n' \
-      "$params" "${PRELOAD:-porep-32g}" >/tmp/cuzk-coldstart.toml
+    flags=$(sed -n 's/.*submit: cuzk-bench batch \(--type [a-z-]* --[a-z0-9]* [^ ]*\).*/\1/p' "$out/real-inputs-$proof.txt")
+    [ -n "$flags" ] || { echo "no request written for $proof"; exit 1; }
+    printf '[daemon]\nlisten = "127.0.0.1:9820"\n[srs]\nparam_cache = "%s"\nr1cs_cache = "%s"\npreload = ["%s"]\n[benchmark]\nsynthetic = false\nallow_unverifiable = true\n' \
+      "$params" "$r1cs_dir" "${PRELOAD:-porep-32g}" >/tmp/cuzk-coldstart.toml
     kind=${proof%-*}; size=${proof##*-}
-    for run in r1cs-file no-r1cs-file; do
-      [ "$run" = no-r1cs-file ] && rm -f "$params"/*.r1cs
+    # COLD=1: a third run with the R1CS file (the second run wrote it
+    # again) after the page cache is dropped.
+    for run in r1cs-file no-r1cs-file ${COLD:+cold-r1cs-file}; do
+      cache=warm
+      [ "$run" = no-r1cs-file ] && rm -f "$r1cs_dir"/*.r1cs
+      if [ "$run" = cold-r1cs-file ]; then
+        sync; echo 3 >/proc/sys/vm/drop_caches && cache=cold || echo "could not drop the page cache"
+      fi
       GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.hugetlb=1} timeout "${COLDSTART_TIMEOUT:-280}" \
         "$bin" cold-start --daemon "$daemon" --config /tmp/cuzk-coldstart.toml --proof "$kind" \
-        --sector-size "$size" --page-cache warm --daemon-log "$out/daemon-$run.log" \
+        --sector-size "$size" --page-cache "$cache" --daemon-log "$out/daemon-$proof-$run.log" \
         --addr http://127.0.0.1:9820 $flags --json "$out/cold-start-$proof-$run.json" 2>&1 | grep -v UNVERIFI
       echo "cold-start ($run) exit: ${PIPESTATUS[0]}"
     done
+    ;;
+  postload)
+    # Issue 36.5: PoSt on time under load. cuzk-daemon preloads PoRep 32 GiB
+    # and POST (winning-post-32g; Curio's name POST_PRELOAD, winning-32g)
+    # from stand-in files of their real sizes (gen-srs --real, skipped when
+    # a previous mode left them), COUNT (3) real-structure PoRep proofs keep
+    # the GPU busy, and after POST_AFTER (30) s, POSTS (3) PoSt requests go
+    # in one after another, each timed from its submission (single --json).
+    daemon=/tmp/cuzk-daemon
+    xz -dc .gpu/cuzk-daemon.xz >"$daemon" && chmod +x "$daemon" || exit 1
+    params=${PARAMS:-/tmp/cuzk-params}
+    post=${POST:-winning-post-32g}
+    mkdir -p "$params"
+    df -h "$params" | tail -1
+    for proof in porep-32g "$post"; do
+      [ -e "$params/.$proof.made" ] ||
+        { "$bin" gen-srs --real "$proof" --out "$params" 2>&1 | grep -v UNVERIFI | tee "$out/gen-srs-$proof.txt" &&
+          touch "$params/.$proof.made"; }
+      mkdir -p "/tmp/cuzk-requests/$proof"
+      "$bin" real-inputs --proof "$proof" --out "/tmp/cuzk-requests/$proof" 2>&1 | grep -v UNVERIFI >"$out/real-inputs-$proof.txt"
+    done
+    flags() { sed -n 's/.*submit: cuzk-bench batch \(--type [a-z-]* --[a-z0-9]* [^ ]*\).*/\1/p' "$out/real-inputs-$1.txt"; }
+    printf '[daemon]\nlisten = "127.0.0.1:9820"\n[srs]\nparam_cache = "%s"\npreload = ["porep-32g", "%s"]\n[benchmark]\nsynthetic = false\nallow_unverifiable = true\n' \
+      "$params" "${POST_PRELOAD:-winning-32g}" >/tmp/cuzk-postload.toml
+    GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.hugetlb=1} CUZK_LOG=${CUZK_LOG:-info} \
+      "$daemon" --config /tmp/cuzk-postload.toml >"$out/daemon-postload.log" 2>&1 &
+    dpid=$!
+    for _ in $(seq 300); do "$bin" status --addr http://127.0.0.1:9820 >/dev/null 2>&1 && break; sleep 0.5; done
+    ( while sleep 1; do nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader; done ) \
+      >"$out/nvidia-smi-samples.csv" 2>&1 &
+    sampler=$!
+    timeout "${POSTLOAD_TIMEOUT:-420}" "$bin" batch --addr http://127.0.0.1:9820 $(flags porep-32g) --count "${COUNT:-3}" \
+      --concurrency "${COUNT:-3}" --json "$out/postload-porep.json" >"$out/postload-porep.txt" 2>&1 &
+    load=$!
+    sleep "${POST_AFTER:-30}"
+    for i in $(seq "${POSTS:-3}"); do
+      timeout 120 "$bin" single --addr http://127.0.0.1:9820 $(flags "$post") --json "$out/postload-$post-$i.json" 2>&1 |
+        grep -v UNVERIFI | tail -3
+      sleep "${POST_GAP:-4}"
+    done
+    wait $load; echo "PoRep load exit: $?"; tail -8 "$out/postload-porep.txt"
+    kill $sampler; kill -TERM $dpid; wait $dpid
+    grep -E "preload|resident|declined" "$out/daemon-postload.log" | grep -v UNVERIFI | tail -20
+    "$bin" timeline --log "$out/daemon-postload.log" --out "$out/timeline-postload.svg" 2>&1 | tail -5
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -68,6 +68,9 @@ struct ColdStartResults {
 struct Phases {
     /// Preloads at start (`[srs] preload`), parameters and R1CS file.
     preload_s: Option<f64>,
+    /// Preloads at start: the slowest device taking the parameters and
+    /// the compiled R1CS (in the background, the daemon answering).
+    devices_s: Option<f64>,
     /// The job's wait for its parameters (0 when preloaded).
     parameters_s: f64,
     /// Getting the compiled R1CS ready: read from its file, or recorded.
@@ -156,6 +159,7 @@ pub async fn run(args: ColdStartArgs) -> anyhow::Result<()> {
     let record = ProofRecord::of(&report);
     let phases = Phases {
         preload_s: logged_ms(&log_text, "preloaded", "ms").map(|ms| ms / 1e3),
+        devices_s: logged_ms(&log_text, "preload: GPU", "ms").map(|ms| ms / 1e3),
         parameters_s: record.srs_load_ms as f64 / 1e3,
         r1cs_s: logged_ms(&log_text, "compiled R1CS ready", "ms").map(|ms| ms / 1e3),
         r1cs_source: if log_text.contains("compiled R1CS read from its file") {
@@ -229,9 +233,12 @@ mod tests {
         let log = "\
 2026-12-05T10:00:00Z  INFO cuzk_engine::engine: preloaded circuit_id=porep ms=8123\n\
 2026-12-05T10:00:09Z  INFO cuzk_core::r1cs_cache: compiled R1CS ready (recorded, or read from its file) \
-circuit_id=x constraints=130278869 ms=2415\n";
+circuit_id=x constraints=130278869 ms=2415\n\
+2026-12-05T10:00:12Z  INFO cuzk_engine::engine: preload: GPU 0 (NVIDIA H200): parameters resident in 2100 ms, \
+compiled R1CS beside them in 900 ms circuit_id=porep device=0 ms=3004\n";
         assert_eq!(logged_ms(log, "preloaded", "ms"), Some(8123.0));
         assert_eq!(logged_ms(log, "compiled R1CS ready", "ms"), Some(2415.0));
+        assert_eq!(logged_ms(log, "preload: GPU", "ms"), Some(3004.0));
         assert_eq!(logged_ms(log, "nothing like it", "ms"), None);
     }
 }

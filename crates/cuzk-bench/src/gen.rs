@@ -48,6 +48,11 @@ pub struct GenArgs {
     /// where `cuzk-bench batch --type shaped` finds it.
     #[arg(long)]
     out: PathBuf,
+    /// `--real`: the directory of the compiled R1CS file (default: --out),
+    /// as the daemon's `[srs] r1cs_cache`; another disk, or memory
+    /// (/dev/shm), where --out has no room for both files.
+    #[arg(long, requires = "real")]
+    r1cs_dir: Option<PathBuf>,
     /// Print the shape and size, write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -143,10 +148,12 @@ fn run_real(spec: &cuzk_filecoin::structure::StructureSpec, args: &GenArgs) -> a
     if args.dry_run {
         return Ok(());
     }
-    let store = cuzk_core::R1csStore::in_dir(dir);
+    let r1cs_dir = args.r1cs_dir.as_ref().unwrap_or(dir);
+    std::fs::create_dir_all(r1cs_dir)?;
+    let store = cuzk_core::R1csStore::in_dir(r1cs_dir);
     let started = Instant::now();
     if !store.save(&circuit_id, cuzk_filecoin::plans::CIRCUIT_SHAPE, &r1cs) {
-        bail!("the R1CS file could not be written in {}", dir.display());
+        bail!("the R1CS file could not be written in {}", r1cs_dir.display());
     }
     println!("R1CS file written in {:.1}s", started.elapsed().as_secs_f64());
     drop(r1cs);

@@ -43,7 +43,7 @@ pub use backend::{BackendError, CpuBackend, PartitionData, PartitionWitness, Pro
 pub use groth16::{finish, proof_to_bytes, PendingProof, ProveError, ProveTimings, Randomness, PROOF_BYTES};
 pub use param_cache::{CacheError, CacheOutcome, ParameterCache};
 pub use params::{CircuitCounts, ParamsError, PointCheck, ProvingParameters};
-pub use plan::{ParameterFile, ParameterRecipe, PlanError, PlanSource, ProofPlan};
+pub use plan::{ParameterFile, ParameterRecipe, PlanError, PlanSource, Prepared, ProofPlan};
 pub use r1cs::{CompiledR1cs, R1csError, R1csFileError, UnitLayout, Witness};
 pub use r1cs_cache::{CachedR1cs, R1csCache};
 pub use r1cs_store::R1csStore;

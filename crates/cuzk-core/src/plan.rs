@@ -6,9 +6,11 @@
 //! by the plan and loads what the recipe says; it knows no proof type.
 
 use crate::params::{PointCheck, ProvingParameters};
+use crate::r1cs::CompiledR1cs;
 use crate::request::ProofRequest;
 use crate::{Bls12, PartitionData, Proof, ProvingAssignment, Randomness, Scalar, Verifier};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Bytes one partition of `constraints` constraints and `aux` variables
 /// holds while in flight: a/b/c padded to the domain, the assignments, and
@@ -169,11 +171,22 @@ pub trait PlanSource: Send + Sync + std::fmt::Debug {
     /// Makes ready what the source keeps per circuit besides its
     /// parameters (the Filecoin source: the compiled R1CS, read from its
     /// file), for a preload; `circuit_id` is the canonical id. `None` when
-    /// the id is not this source's, else what was made ready (a line for
-    /// the log) or why nothing was. Nothing by default.
-    fn prepare(&self, _circuit_id: &str) -> Option<Result<String, PlanError>> {
+    /// the id is not this source's, else what was made ready or why nothing
+    /// was. Nothing by default.
+    fn prepare(&self, _circuit_id: &str) -> Option<Result<Prepared, PlanError>> {
         None
     }
+}
+
+/// What a source made ready of a circuit at a preload.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// What was made ready, or why nothing was (a line for the log).
+    pub summary: String,
+    /// The circuit's compiled R1CS, when the source had it: the engine
+    /// hands it to the backends with the parameters, so a device that
+    /// evaluates a, b, c itself holds it before the first partition.
+    pub r1cs: Option<Arc<CompiledR1cs>>,
 }
 
 /// Parameters read from a `.params` file.

@@ -571,3 +571,70 @@ fn small_witness_partitions_are_declined_and_proved_by_the_cpu_fallback() {
         "the CPU computed a, b, c"
     );
 }
+
+/// Issue 36: `prepare` (a preload) takes a circuit's parameters and
+/// compiled R1CS to the device, so its first witness finds both resident
+/// (and is copied ahead of the lock, which only a resident pair allows);
+/// the proofs still equal the CPU backend's. Streamed parameters and
+/// circuits below the GPU's minimum are said, not uploaded.
+#[test]
+fn a_prepared_circuit_is_resident_before_its_first_partition() {
+    let Some(gpu) = gpu(Residency::Device, Tuning::default()) else {
+        return;
+    };
+    let n = 1usize << 18;
+    let case = witness_case(n, 41);
+    let said = gpu.prepare(&case.params, Some(&case.r1cs)).unwrap().unwrap();
+    assert!(said.contains("compiled R1CS beside them"), "{said}");
+    let first = case.gpu_equals_cpu(&gpu, n);
+    assert!(
+        first.abc_on_device && first.upload_ahead,
+        "the first witness found both resident"
+    );
+    // Again: nothing to copy.
+    let said = gpu.prepare(&case.params, Some(&case.r1cs)).unwrap().unwrap();
+    assert!(said.contains("resident"), "{said}");
+
+    let small = witness_case((1 << 12) - 5, 42);
+    let said = gpu.prepare(&small.params, Some(&small.r1cs)).unwrap().unwrap();
+    assert!(said.contains("nothing to prepare"), "{said}");
+
+    let Some(streaming) = self::gpu(Residency::Host, Tuning::default()) else {
+        return;
+    };
+    let said = streaming
+        .prepare(&case.params, Some(&case.r1cs))
+        .unwrap()
+        .unwrap();
+    assert!(said.contains("stream"), "{said}");
+    let timings = case.gpu_equals_cpu(&streaming, n);
+    assert!(timings.streamed);
+}
+
+/// Issue 36: two circuits stay resident side by side when the device holds
+/// both (a PoSt between PoRep partitions neither evicts PoRep's parameters
+/// nor waits for them to come back): after B, A's witness still finds its
+/// parameters and R1CS resident and is copied ahead of the lock. Every
+/// proof equals the CPU backend's.
+#[test]
+fn two_circuits_stay_resident_side_by_side() {
+    let Some(gpu) = gpu(Residency::Device, Tuning::default()) else {
+        return;
+    };
+    let n = 1usize << 18;
+    let a = witness_case(n, 51);
+    let b = witness_case(n + 7, 52);
+    a.gpu_equals_cpu(&gpu, n);
+    b.gpu_equals_cpu(&gpu, n + 7);
+    let again = a.gpu_equals_cpu(&gpu, n);
+    assert!(again.upload_ahead, "A stayed resident beside B");
+    let again = b.gpu_equals_cpu(&gpu, n + 7);
+    assert!(again.upload_ahead, "B stayed resident beside A");
+    assert_eq!(gpu.resident_circuits(), 2);
+    // Parameters nobody holds any more leave the device at the next switch.
+    drop(a);
+    drop(b);
+    let c = witness_case(1 << 16, 53);
+    c.gpu_equals_cpu(&gpu, 1 << 16);
+    assert_eq!(gpu.resident_circuits(), 1, "A and B left the device");
+}

@@ -129,7 +129,7 @@ impl Engine {
         // that needs the missing parameters is refused at submission,
         // naming the file.
         for id in &shared.config.preload {
-            match shared.srs.preload(id) {
+            match preload(&shared, id) {
                 Ok((_, took)) => tracing::info!(circuit_id = %id, ms = took.as_millis() as u64, "preloaded"),
                 Err(e) => {
                     tracing::error!(circuit_id = %id, error = %e, "preload failed; continuing without it")
@@ -437,8 +437,10 @@ impl Engine {
 
     /// Loads a circuit's parameters now; returns whether they were already
     /// resident and how long the load took.
+    /// The devices take them (and the circuit's compiled R1CS, when its
+    /// source has it) in the background: see [`preload`].
     pub fn preload_srs(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
-        self.shared.srs.preload(circuit_id)
+        preload(&self.shared, circuit_id)
     }
 
     /// Drops a circuit's resident parameters; returns whether they were
@@ -682,4 +684,45 @@ fn warn_without_huge_pages() {
              start with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 for large partitions"
         );
     }
+}
+
+/// Loads `circuit_id`'s parameters (and its source's compiled R1CS beside
+/// them) now, then has every device take both on a thread of its own
+/// ([`ProverBackend::prepare`]): the caller (the daemon's start, a
+/// PreloadSRS) goes on while they are copied, and the first partition,
+/// should it come sooner, waits for the device lock the copy holds instead
+/// of copying them itself. Returns whether the parameters were resident
+/// and how long loading them took.
+fn preload(shared: &Shared, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
+    let preloaded = shared.srs.preload(circuit_id)?;
+    for (index, device) in shared.devices.iter().enumerate() {
+        let backend = Arc::clone(&device.backend);
+        let handle = preloaded.handle.clone();
+        let r1cs = preloaded.r1cs.clone();
+        let id = circuit_id.to_string();
+        let spawned = std::thread::Builder::new()
+            .name(format!("prepare-{index}"))
+            .spawn(move || {
+                let started = Instant::now();
+                match backend.prepare(handle.params(), r1cs.as_ref()) {
+                    Ok(Some(what)) => tracing::info!(
+                        circuit_id = %id,
+                        device = index,
+                        ms = started.elapsed().as_millis() as u64,
+                        "preload: {what}"
+                    ),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(
+                        circuit_id = %id,
+                        device = index,
+                        error = %e,
+                        "preload: the device did not take the circuit; its first partition will"
+                    ),
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(device = index, error = %e, "preload: cannot start the device's preparation");
+        }
+    }
+    Ok((preloaded.already_resident, preloaded.load_time))
 }

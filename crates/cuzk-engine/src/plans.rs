@@ -3,7 +3,7 @@
 //! its parameters are obtained.
 
 use crate::EngineError;
-use cuzk_core::{ParameterRecipe, PlanError, PlanSource, ProofPlan, ProofRequest};
+use cuzk_core::{ParameterRecipe, PlanError, PlanSource, Prepared, ProofPlan, ProofRequest};
 use std::sync::Arc;
 
 /// The engine's plan sources.
@@ -46,7 +46,7 @@ impl PlanSources {
     /// Prepares what the sources keep of `circuit_id` besides its
     /// parameters ([`PlanSource::prepare`]); `None` when no source keeps
     /// anything for it.
-    pub(crate) fn prepare(&self, circuit_id: &str) -> Option<Result<String, PlanError>> {
+    pub(crate) fn prepare(&self, circuit_id: &str) -> Option<Result<Prepared, PlanError>> {
         self.0.iter().find_map(|source| source.prepare(circuit_id))
     }
 

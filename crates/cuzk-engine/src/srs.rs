@@ -20,7 +20,7 @@ use crate::plans::PlanSources;
 use crate::sched::Dispatch;
 use crate::state::lock;
 use crate::EngineError;
-use cuzk_core::ProvingParameters;
+use cuzk_core::{CompiledR1cs, ProvingParameters};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -64,6 +64,19 @@ impl SrsHandle {
     pub fn params(&self) -> &Arc<ProvingParameters> {
         &self.params
     }
+}
+
+/// A preloaded circuit: its parameters (held in use while the handle
+/// lives) and what its source prepared besides them.
+#[derive(Debug)]
+pub(crate) struct Preloaded {
+    /// The parameters were resident before the preload.
+    pub(crate) already_resident: bool,
+    /// How long the load took (zero when resident).
+    pub(crate) load_time: Duration,
+    pub(crate) handle: SrsHandle,
+    /// The circuit's compiled R1CS, when its source had it.
+    pub(crate) r1cs: Option<Arc<CompiledR1cs>>,
 }
 
 /// At most 80 characters of a client's circuit id, for messages.
@@ -227,22 +240,43 @@ impl SrsManager {
         }
     }
 
-    /// Loads `circuit_id` if not resident; returns whether it already was and
-    /// how long the load took. Refused at once when the parameters do not
-    /// fit now.
-    /// The sources then prepare what else they keep of the circuit (its
-    /// compiled R1CS, from its file): a failure there is a warning, the
-    /// parameters stay loaded.
-    pub(crate) fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
-        let canonical = self.canonical(circuit_id);
+    /// Loads `circuit_id` if not resident, refused at once when the
+    /// parameters do not fit now. Beside the load (on a thread of its own,
+    /// both being reads of files the page cache may hold), the sources
+    /// prepare what else they keep of the circuit (its compiled R1CS, from
+    /// its file): a failure there is a warning, the parameters stay loaded.
+    pub(crate) fn preload(&self, circuit_id: &str) -> Result<Preloaded, EngineError> {
+        // An id no source serves is refused before anything is read.
+        let recipe = self.sources.parameters(circuit_id)?;
+        let canonical = recipe.canonical_id().unwrap_or(circuit_id).to_string();
         let already = self.is_resident(&canonical);
-        let handle = self.acquire(circuit_id, &|| false)?;
-        match self.sources.prepare(&canonical) {
-            Some(Ok(what)) => tracing::info!(circuit_id = %canonical, "preload: {what}"),
-            Some(Err(e)) => tracing::warn!(circuit_id = %canonical, error = %e, "preload: not prepared"),
-            None => {}
-        }
-        Ok((already, handle.load_time))
+        let (handle, prepared) = std::thread::scope(|scope| {
+            let prepared = scope.spawn(|| self.sources.prepare(&canonical));
+            let handle = self.acquire(circuit_id, &|| false);
+            (handle, prepared.join())
+        });
+        let handle = handle?;
+        let r1cs = match prepared {
+            Ok(Some(Ok(prepared))) => {
+                tracing::info!(circuit_id = %canonical, "preload: {}", prepared.summary);
+                prepared.r1cs
+            }
+            Ok(Some(Err(e))) => {
+                tracing::warn!(circuit_id = %canonical, error = %e, "preload: not prepared");
+                None
+            }
+            Ok(None) => None,
+            Err(_) => {
+                tracing::error!(circuit_id = %canonical, "preload: preparing the circuit panicked");
+                None
+            }
+        };
+        Ok(Preloaded {
+            already_resident: already,
+            load_time: handle.load_time,
+            handle,
+            r1cs,
+        })
     }
 
     /// Whether `circuit_id`'s parameters are resident (an alias resolved).

@@ -3,10 +3,9 @@
 //! that completes is checked again with bellperson's verifier here.
 
 use cuzk_core::backend::{BackendKind, BackendStatus, Fallback};
-use cuzk_core::ProofPlan;
 use cuzk_core::{
-    BackendError, CpuBackend, PartitionData, PendingProof, ProofRequest, ProveError, ProverBackend,
-    ProverInput,
+    BackendError, CompiledR1cs, CpuBackend, ParameterRecipe, PartitionData, PendingProof, PlanError,
+    PlanSource, Prepared, ProofPlan, ProofRequest, ProveError, ProverBackend, ProverInput, SyntheticCircuit,
 };
 use cuzk_engine::{Engine, EngineConfig, JobStatus};
 use cuzk_synthetic::SyntheticSpec;
@@ -508,4 +507,137 @@ fn a_post_submitted_behind_queued_porep_partitions_is_proved_first() {
     // PoSt was submitted).
     assert!(at <= 4, "the PoSt partition was proved {at}th: {order:?}");
     assert!(order.len() - at > 8, "{order:?}");
+}
+
+/// What one preload handed a device.
+type Handed = (Arc<cuzk_core::ProvingParameters>, Option<Arc<CompiledR1cs>>);
+
+/// A backend that records what each preload hands it ([`ProverBackend::
+/// prepare`]) and proves on the CPU; its preparation fails when asked to.
+#[derive(Debug)]
+struct Preparing {
+    fails: bool,
+    prepared: std::sync::Mutex<Vec<Handed>>,
+}
+
+impl ProverBackend for Preparing {
+    fn name(&self) -> String {
+        "preparing".into()
+    }
+
+    fn status(&self) -> BackendStatus {
+        CpuBackend.status()
+    }
+
+    fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
+        CpuBackend.prove_start(input)
+    }
+
+    fn prepare(
+        &self,
+        params: &Arc<cuzk_core::ProvingParameters>,
+        r1cs: Option<&Arc<CompiledR1cs>>,
+    ) -> Result<Option<String>, ProveError> {
+        self.prepared
+            .lock()
+            .unwrap()
+            .push((Arc::clone(params), r1cs.cloned()));
+        if self.fails {
+            return Err(ProveError::Backend {
+                backend: self.name(),
+                message: "injected failure to prepare".into(),
+            });
+        }
+        Ok(Some("taken".into()))
+    }
+}
+
+/// The synthetic source, whose preload also hands out a compiled R1CS (as
+/// the Filecoin source does from its file).
+#[derive(Debug)]
+struct WithR1cs {
+    inner: Arc<dyn PlanSource>,
+    r1cs: Arc<CompiledR1cs>,
+}
+
+impl PlanSource for WithR1cs {
+    fn name(&self) -> &'static str {
+        "synthetic with an R1CS"
+    }
+
+    fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
+        self.inner.plan(request)
+    }
+
+    fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
+        self.inner.parameters(circuit_id)
+    }
+
+    fn prepare(&self, _circuit_id: &str) -> Option<Result<Prepared, PlanError>> {
+        Some(Ok(Prepared {
+            summary: "an R1CS".into(),
+            r1cs: Some(Arc::clone(&self.r1cs)),
+        }))
+    }
+}
+
+/// Issue 36: a preloaded circuit's parameters and compiled R1CS go to
+/// every device at the preload (a GPU copies them then, not at the first
+/// partition); a device that fails to take them costs nothing else.
+#[test]
+fn a_preload_hands_the_parameters_and_r1cs_to_every_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let circuit = SyntheticCircuit::new(SIZE, vec![cuzk_core::Scalar::from(0u64); 2], 0).unwrap();
+    let id = circuit.circuit_id();
+    let r1cs = Arc::new(CompiledR1cs::record(circuit).unwrap());
+    let source: Arc<dyn PlanSource> = Arc::new(WithR1cs {
+        inner: synthetic(dir.path()),
+        r1cs: Arc::clone(&r1cs),
+    });
+    let taking = Arc::new(Preparing {
+        fails: false,
+        prepared: Default::default(),
+    });
+    let failing = Arc::new(Preparing {
+        fails: true,
+        prepared: Default::default(),
+    });
+    let config = EngineConfig {
+        partition_workers: 2,
+        preload: vec![id.clone()],
+        ..EngineConfig::default()
+    };
+    let backends: Vec<Arc<dyn ProverBackend>> = vec![taking.clone(), failing.clone()];
+    let engine = Engine::start(config, backends, vec![source]).unwrap();
+    // Each device takes them on a thread of its own.
+    let started = std::time::Instant::now();
+    while taking.prepared.lock().unwrap().is_empty() || failing.prepared.lock().unwrap().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no device was prepared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for device in [&taking, &failing] {
+        let prepared = device.prepared.lock().unwrap();
+        assert_eq!(prepared.len(), 1, "one preparation per preload");
+        let (params, given) = &prepared[0];
+        assert_eq!(params.h.len() + 1, SIZE, "the preloaded circuit's parameters");
+        assert!(given.as_ref().is_some_and(|g| Arc::ptr_eq(g, &r1cs)), "its R1CS");
+    }
+    // The engine serves, and a PreloadSRS hands them out again.
+    let s = spec(2, 11);
+    let result = prove(&engine, &s);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    check_proof(dir.path(), &s, &result.proof);
+    let (already, _) = engine.preload_srs(&id).unwrap();
+    assert!(already);
+    let started = std::time::Instant::now();
+    while taking.prepared.lock().unwrap().len() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "PreloadSRS did not prepare"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

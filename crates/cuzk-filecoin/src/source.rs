@@ -6,7 +6,8 @@ use crate::params::is_official_circuit_id;
 use crate::plans::PlanOptions;
 use crate::trust::{Digests, Trust, TrustedFile};
 use cuzk_core::{
-    ParameterFile, ParameterRecipe, PlanError, PlanSource, PointCheck, ProofPlan, ProofRequest, R1csCache,
+    ParameterFile, ParameterRecipe, PlanError, PlanSource, PointCheck, Prepared, ProofPlan, ProofRequest,
+    R1csCache,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -139,24 +140,32 @@ impl PlanSource for FilecoinPlans {
     /// wait for it. Without a usable file the R1CS is recorded (by units)
     /// at the first request and its file written then: a preload readies it
     /// from the next start on.
-    fn prepare(&self, circuit_id: &str) -> Option<Result<String, PlanError>> {
+    fn prepare(&self, circuit_id: &str) -> Option<Result<Prepared, PlanError>> {
         let Some(store) = &self.options.r1cs_store else {
-            return Some(Ok("no compiled R1CS files ([srs] r1cs_cache = \"off\"): \
-                            the R1CS is recorded at the first request"
-                .into()));
+            return Some(Ok(Prepared {
+                summary: "no compiled R1CS files ([srs] r1cs_cache = \"off\"): \
+                          the R1CS is recorded at the first request"
+                    .into(),
+                r1cs: None,
+            }));
         };
         let loaded =
             R1csCache::global().get_or_load(circuit_id, store, crate::plans::CIRCUIT_SHAPE, || Err(()));
         Some(Ok(match loaded {
-            Ok(r1cs) => format!(
-                "compiled R1CS ready ({} constraints, {} MiB)",
-                r1cs.num_constraints(),
-                r1cs.memory_bytes() >> 20
-            ),
-            Err(()) => {
-                "no usable compiled R1CS file yet: recorded at the first request, its file written then"
-                    .into()
-            }
+            Ok(r1cs) => Prepared {
+                summary: format!(
+                    "compiled R1CS ready ({} constraints, {} MiB)",
+                    r1cs.num_constraints(),
+                    r1cs.memory_bytes() >> 20
+                ),
+                r1cs: Some(r1cs),
+            },
+            Err(()) => Prepared {
+                summary:
+                    "no usable compiled R1CS file yet: recorded at the first request, its file written then"
+                        .into(),
+                r1cs: None,
+            },
         }))
     }
 

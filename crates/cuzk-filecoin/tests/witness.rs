@@ -398,12 +398,19 @@ fn r1cs_file_is_read_at_preload() {
     let source = cuzk_filecoin::FilecoinPlans::new(dir.path().to_path_buf()).with_r1cs_store(store.clone());
     R1csCache::global().evict(&id);
     let said = source.prepare(&id).unwrap().unwrap();
-    assert!(said.contains("no usable compiled R1CS file"), "{said}");
+    assert!(
+        said.summary.contains("no usable compiled R1CS file"),
+        "{}",
+        said.summary
+    );
+    assert!(said.r1cs.is_none());
     assert!(R1csCache::global().snapshot().iter().all(|e| e.circuit_id != id));
     let recorded = plan.record_r1cs(0).unwrap();
     assert!(store.save(&id, CIRCUIT_SHAPE, &recorded));
     let said = source.prepare(&id).unwrap().unwrap();
-    assert!(said.contains("compiled R1CS ready"), "{said}");
+    assert!(said.summary.contains("compiled R1CS ready"), "{}", said.summary);
+    // Handed on for the backends to take to the device with the parameters.
+    assert!(said.r1cs.as_deref() == Some(&recorded));
     assert!(R1csCache::global().snapshot().iter().any(|e| e.circuit_id == id));
     let held = R1csCache::global()
         .get_or_record(&id, || -> Result<_, R1csError> {

@@ -68,6 +68,9 @@ struct Resident {
     /// The compiled R1CS of the resident parameters' circuit, once a
     /// witness-only partition brought it (watched, as the parameters are).
     r1cs: Option<(Weak<CompiledR1cs>, Arc<GpuR1cs>)>,
+    /// Device bytes one of this circuit's partitions needs beside what is
+    /// resident: what a circuit made resident later must leave free.
+    working: u64,
     /// Streamed sections are read from these parameters' memory, so a
     /// streamed entry holds them (and their pins, dropped first) until the
     /// device moves to another circuit; a resident one only watches them.
@@ -75,6 +78,37 @@ struct Resident {
     _pins: Vec<HostPin>,
     _held: Option<Arc<ProvingParameters>>,
     params: Weak<ProvingParameters>,
+}
+
+impl Resident {
+    /// Where its parameters were read from, for the log.
+    fn source(&self) -> String {
+        self.params.upgrade().map_or_else(
+            || "(parameters dropped)".into(),
+            |p| p.source.display().to_string(),
+        )
+    }
+}
+
+/// The circuits on one device, least recently used first: as many as its
+/// memory holds beside the working set of the largest one's partition, so
+/// a PoSt between PoRep partitions does not evict PoRep's parameters (nor
+/// wait for them to be copied back). Streamed parameters hold no device
+/// memory but pin their host copy: they never stay beside another circuit.
+#[derive(Debug, Default)]
+struct Residents(Vec<Resident>);
+
+impl Residents {
+    fn position(&self, params: &Arc<ProvingParameters>) -> Option<usize> {
+        self.0
+            .iter()
+            .position(|r| r.params.upgrade().is_some_and(|p| Arc::ptr_eq(&p, params)))
+    }
+
+    /// The working set every resident circuit's partitions need free.
+    fn reserve(&self) -> u64 {
+        self.0.iter().map(|r| r.working).max().unwrap_or(0)
+    }
 }
 
 /// One GPU: its lock and what is resident on it.
@@ -85,10 +119,10 @@ pub struct CudaBackend {
     residency: Residency,
     tuning: Tuning,
     /// Held only around the CUDA region (and SRS uploads).
-    lock: Mutex<Option<Resident>>,
+    lock: Mutex<Residents>,
     /// What is resident, readable while the lock is held by a region: the
     /// upload ahead needs the device objects, not the lock.
-    view: Mutex<Option<ResidentView>>,
+    view: Mutex<Vec<ResidentView>>,
     /// Held while one partition's vectors are copied ahead of its region:
     /// one such upload per device at a time (they share the PCIe link and
     /// the pinned buffers), and each one's memory check sees the last one's
@@ -165,8 +199,8 @@ impl CudaBackend {
                     info,
                     residency,
                     tuning,
-                    lock: Mutex::new(None),
-                    view: Mutex::new(None),
+                    lock: Mutex::new(Residents::default()),
+                    view: Mutex::new(Vec::new()),
                     staging: Mutex::new(()),
                     upload_ahead: AtomicBool::new(true),
                 })
@@ -184,6 +218,12 @@ impl CudaBackend {
         &self.info
     }
 
+    /// Circuits whose parameters are on the device now (resident or set
+    /// up to stream).
+    pub fn resident_circuits(&self) -> usize {
+        lock(&self.view).len()
+    }
+
     /// Current free memory (the static info when the query fails).
     pub fn free_bytes(&self) -> u64 {
         cuzk_sys::gpu::device_info(self.ordinal).map_or(self.info.free_bytes, |i| i.free_bytes)
@@ -199,24 +239,27 @@ impl CudaBackend {
     /// (and not streamed: streamed parameters leave no room to copy ahead).
     fn resident_srs(&self, params: &Arc<ProvingParameters>) -> Option<Arc<GpuSrs>> {
         let view = lock(&self.view);
-        let view = view.as_ref()?;
-        let same = view.params.upgrade().is_some_and(|p| Arc::ptr_eq(&p, params));
-        (same && !view.srs.is_streamed()).then(|| Arc::clone(&view.srs))
+        let view = view
+            .iter()
+            .find(|v| v.params.upgrade().is_some_and(|p| Arc::ptr_eq(&p, params)))?;
+        (!view.srs.is_streamed()).then(|| Arc::clone(&view.srs))
     }
 
     /// The resident compiled R1CS, when it is `r1cs`.
     fn resident_r1cs(&self, r1cs: &Arc<CompiledR1cs>) -> Option<Arc<GpuR1cs>> {
         let view = lock(&self.view);
-        let (source, gpu) = view.as_ref()?.r1cs.as_ref()?;
-        source
-            .upgrade()
-            .is_some_and(|s| Arc::ptr_eq(&s, r1cs))
-            .then(|| Arc::clone(gpu))
+        view.iter().find_map(|v| {
+            let (source, gpu) = v.r1cs.as_ref()?;
+            source
+                .upgrade()
+                .is_some_and(|s| Arc::ptr_eq(&s, r1cs))
+                .then(|| Arc::clone(gpu))
+        })
     }
 
     /// Records what is resident (called with the device lock held).
-    fn publish(&self, resident: &Option<Resident>) {
-        *lock(&self.view) = resident.as_ref().map(ResidentView::of);
+    fn publish(&self, resident: &Residents) {
+        *lock(&self.view) = resident.0.iter().map(ResidentView::of).collect();
     }
 
     /// A partition's vectors (`bytes` of device memory) copied to the device
@@ -289,6 +332,14 @@ impl ProverBackend for CudaBackend {
         true
     }
 
+    fn prepare(
+        &self,
+        params: &Arc<ProvingParameters>,
+        r1cs: Option<&Arc<CompiledR1cs>>,
+    ) -> Result<Option<String>, ProveError> {
+        self.prepare_circuit(params, r1cs)
+    }
+
     fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
         let input = match input.data {
             PartitionData::Witness(_) => match self.prove_witness(input)? {
@@ -326,6 +377,63 @@ enum Witnessed {
 
 impl CudaBackend {
     /// The witness path: see [`ProverBackend::prove_start`].
+    /// Preload: `params` resident (or set up to stream), then `r1cs` beside
+    /// them, under the device lock, as the first partition would do it.
+    fn prepare_circuit(
+        &self,
+        params: &Arc<ProvingParameters>,
+        r1cs: Option<&Arc<CompiledR1cs>>,
+    ) -> Result<Option<String>, ProveError> {
+        // The domain the circuit's partitions will use: H holds one point
+        // fewer than it.
+        let domain = match r1cs {
+            Some(r1cs) => r1cs.num_constraints(),
+            None => params.h.len() + 1,
+        }
+        .checked_next_power_of_two()
+        .ok_or(ProveError::DomainTooLarge(params.h.len()))?;
+        if domain < GPU_MIN_DOMAIN {
+            return Ok(Some(format!(
+                "{}: nothing to prepare (domain 2^{} is proved on the CPU)",
+                self.name(),
+                domain.trailing_zeros()
+            )));
+        }
+        let failed = |message: String| ProveError::Backend {
+            backend: self.name(),
+            message,
+        };
+        let started = Instant::now();
+        let mut resident = lock(&self.lock);
+        let srs = ensure_resident(self, &mut resident, params, domain, self.residency);
+        self.publish(&resident);
+        let srs = srs.map_err(failed)?;
+        let parameters_took = started.elapsed();
+        if srs.is_streamed() {
+            return Ok(Some(format!(
+                "{}: parameters set up to stream from host memory in {} ms",
+                self.name(),
+                parameters_took.as_millis()
+            )));
+        }
+        let Some(r1cs) = r1cs.filter(|_| self.takes_witness()) else {
+            return Ok(Some(format!(
+                "{}: parameters resident in {} ms",
+                self.name(),
+                parameters_took.as_millis()
+            )));
+        };
+        let gpu_r1cs = ensure_r1cs(self, &mut resident, params, r1cs, domain);
+        self.publish(&resident);
+        gpu_r1cs.map_err(failed)?;
+        Ok(Some(format!(
+            "{}: parameters resident in {} ms, compiled R1CS beside them in {} ms",
+            self.name(),
+            parameters_took.as_millis(),
+            (started.elapsed() - parameters_took).as_millis()
+        )))
+    }
+
     fn prove_witness(&self, input: ProverInput) -> Result<Witnessed, BackendError> {
         let PartitionData::Witness(data) = &input.data else {
             return Ok(Witnessed::HostPath(input, "not a witness".into()));
@@ -412,7 +520,7 @@ impl CudaBackend {
                 "parameters streamed from the host".into(),
             ));
         }
-        let gpu_r1cs = ensure_r1cs(self, &mut resident, r1cs, domain.size());
+        let gpu_r1cs = ensure_r1cs(self, &mut resident, params, r1cs, domain.size());
         self.publish(&resident);
         let gpu_r1cs = match gpu_r1cs {
             Ok(gpu_r1cs) => gpu_r1cs,
@@ -620,33 +728,44 @@ fn small_sum<G: MsmGroup>(small: &SmallOthers, section: &[G::Affine]) -> G::Proj
     G::msm(&points, &bytes)
 }
 
-/// `r1cs` resident on `device` beside its parameters (which must already
-/// be, in `resident`): uploaded on first use, kept until the parameters
-/// are replaced. Err (the reason) when it and the witness path's working
-/// set do not fit in the free device memory.
+/// `r1cs` resident on `device` beside its parameters `params` (which must
+/// already be, in `resident`): uploaded on first use, kept until the
+/// parameters go; other circuits are evicted, least recently used first,
+/// when it and the witness path's working set do not fit otherwise. Err
+/// (the reason) when they do not fit at all.
 fn ensure_r1cs(
     device: &CudaBackend,
-    resident: &mut Option<Resident>,
+    resident: &mut Residents,
+    params: &Arc<ProvingParameters>,
     r1cs: &Arc<CompiledR1cs>,
     domain: usize,
 ) -> Result<Arc<GpuR1cs>, String> {
-    let entry = resident.as_mut().ok_or("no parameters resident")?;
-    if let Some((source, gpu)) = &entry.r1cs {
+    let at = resident.position(params).ok_or("no parameters resident")?;
+    if let Some((source, gpu)) = &resident.0[at].r1cs {
         if source.upgrade().is_some_and(|s| Arc::ptr_eq(&s, r1cs)) {
             return Ok(Arc::clone(gpu));
         }
     }
-    entry.r1cs = None;
+    resident.0[at].r1cs = None;
+    // The view holds the device objects too: unpublished, they would stay
+    // allocated through the memory check below.
+    device.publish(resident);
     let upload = r1cs.device_upload();
-    let need =
-        upload.device_bytes() + witness_working_set(r1cs.num_inputs(), r1cs.num_aux(), domain) + VRAM_SLACK;
+    let working = witness_working_set(r1cs.num_inputs(), r1cs.num_aux(), domain);
+    let need = |resident: &Residents| upload.device_bytes() + working.max(resident.reserve()) + VRAM_SLACK;
+    // Room made by evicting the other circuits, least recently used first
+    // (the one at `at` is the most recently used).
+    while need(resident) > device.free_bytes() && resident.0.len() > 1 {
+        evict_oldest(device, resident, "a compiled R1CS");
+    }
+    let at = resident.position(params).ok_or("no parameters resident")?;
     let free = device.free_bytes();
-    if need > free {
+    if need(resident) > free {
         return Err(format!(
             "GPU {}: the compiled R1CS ({} MiB) and the witness path's working set need {} MiB, {} MiB free",
             device.ordinal,
             upload.device_bytes() >> 20,
-            need >> 20,
+            need(resident) >> 20,
             free >> 20
         ));
     }
@@ -661,7 +780,9 @@ fn ensure_r1cs(
         "compiled R1CS resident on the GPU"
     );
     let gpu = Arc::new(gpu);
+    let entry = &mut resident.0[at];
     entry.r1cs = Some((Arc::downgrade(r1cs), Arc::clone(&gpu)));
+    entry.working = entry.working.max(working);
     Ok(gpu)
 }
 
@@ -740,28 +861,47 @@ fn sections(params: &ProvingParameters) -> Sections<'_> {
 }
 
 /// `params`' sections on `device`: resident when they fit (or streamed
-/// from pinned host memory when they do not, or when asked), replacing
-/// another circuit's. Called with the device lock held, so the memory check
-/// and the allocation cannot race another worker of the same device.
+/// from pinned host memory when they do not, or when asked), beside the
+/// circuits already resident while the memory holds them all, else in
+/// place of the least recently used. Called with the device lock held, so
+/// the memory check and the allocation cannot race another worker of the
+/// same device.
 fn ensure_resident(
     device: &CudaBackend,
-    resident: &mut Option<Resident>,
+    resident: &mut Residents,
     params: &Arc<ProvingParameters>,
     domain: usize,
     residency: Residency,
 ) -> Result<Arc<GpuSrs>, String> {
-    if let Some(current) = resident.as_ref() {
-        if current.params.upgrade().is_some_and(|p| Arc::ptr_eq(&p, params)) {
-            return Ok(Arc::clone(&current.srs));
-        }
+    // Entries whose parameters are gone (evicted from the host, no job
+    // holds them) free their device memory.
+    resident.0.retain(|r| r.params.strong_count() > 0);
+    device.publish(resident);
+    if let Some(at) = resident.position(params) {
+        let entry = resident.0.remove(at);
+        let srs = Arc::clone(&entry.srs);
+        resident.0.push(entry);
+        return Ok(srs);
     }
-    // Another circuit's parameters: free them first.
-    *resident = None;
+    // Streamed parameters pin their host copy: never kept beside another.
+    resident.0.retain(|r| !r.srs.is_streamed());
+    device.publish(resident);
     let sections = sections(params);
     let section_bytes = sections.bytes();
     let working = partition_working_set(domain);
+    let need = |resident: &Residents| section_bytes + working.max(resident.reserve()) + VRAM_SLACK;
+    let fits_alone = section_bytes + working + VRAM_SLACK <= device.free_bytes() + resident_bytes(resident);
+    if residency != Residency::Host && fits_alone {
+        while need(resident) > device.free_bytes() && !resident.0.is_empty() {
+            evict_oldest(device, resident, "another circuit's parameters");
+        }
+    } else {
+        // Streamed (or refused): nothing of another circuit stays.
+        resident.0.clear();
+        device.publish(resident);
+    }
     let free = device.free_bytes();
-    let fits = section_bytes + working + VRAM_SLACK <= free;
+    let fits = need(resident) <= free;
     let streamed = match residency {
         Residency::Host => true,
         Residency::Auto => !fits,
@@ -816,13 +956,17 @@ fn ensure_resident(
             _held: Some(Arc::clone(params)),
             params: Arc::downgrade(params),
             r1cs: None,
+            working,
         }
     } else {
+        let started = Instant::now();
         let srs = GpuSrs::upload(device.ordinal, sections)
             .map_err(|e| format!("GPU {}: uploading parameters: {e}", device.ordinal))?;
         tracing::info!(
             device = device.ordinal,
             mib = section_bytes >> 20,
+            ms = started.elapsed().as_millis() as u64,
+            beside = resident.0.len(),
             "parameters resident on the GPU"
         );
         Resident {
@@ -831,9 +975,32 @@ fn ensure_resident(
             _held: None,
             params: Arc::downgrade(params),
             r1cs: None,
+            working,
         }
     };
     let srs = Arc::clone(&entry.srs);
-    *resident = Some(entry);
+    resident.0.push(entry);
     Ok(srs)
+}
+
+/// Drops the least recently used circuit from `device` (and from its
+/// published view, which holds its device objects too) to make room for
+/// `what`.
+fn evict_oldest(device: &CudaBackend, resident: &mut Residents, what: &str) {
+    let gone = resident.0.remove(0);
+    device.publish(resident);
+    tracing::info!(
+        device = device.ordinal,
+        source = %gone.source(),
+        "parameters evicted from the GPU to make room for {what}"
+    );
+}
+
+/// Device bytes the resident circuits hold (their sections and R1CS).
+fn resident_bytes(resident: &Residents) -> u64 {
+    resident
+        .0
+        .iter()
+        .map(|r| r.srs.bytes() + r.r1cs.as_ref().map_or(0, |(_, gpu)| gpu.bytes()))
+        .sum()
 }

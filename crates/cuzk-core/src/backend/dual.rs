@@ -2,6 +2,8 @@
 
 use super::{BackendError, BackendKind, BackendStatus, PartitionData, ProverBackend, ProverInput};
 use crate::groth16::{finish, proof_to_bytes, PendingProof, ProveError, Randomness};
+use crate::params::ProvingParameters;
+use crate::r1cs::CompiledR1cs;
 use std::sync::Arc;
 
 /// Proves every partition on both backends with the same r, s (drawn once
@@ -36,6 +38,21 @@ impl ProverBackend for Dual {
             },
             ..first
         }
+    }
+
+    fn prepare(
+        &self,
+        params: &Arc<ProvingParameters>,
+        r1cs: Option<&Arc<CompiledR1cs>>,
+    ) -> Result<Option<String>, ProveError> {
+        let said: Vec<String> = [
+            self.first.prepare(params, r1cs)?,
+            self.second.prepare(params, r1cs)?,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        Ok((!said.is_empty()).then(|| said.join("; ")))
     }
 
     fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {

@@ -1,7 +1,9 @@
 //! A backend with a second one for what it declines.
 
 use super::{BackendError, BackendStatus, ProverBackend, ProverInput};
-use crate::groth16::PendingProof;
+use crate::groth16::{PendingProof, ProveError};
+use crate::params::ProvingParameters;
+use crate::r1cs::CompiledR1cs;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -44,6 +46,16 @@ impl ProverBackend for Fallback {
     /// The primary's: what it declines, the secondary takes in any form.
     fn takes_witness(&self) -> bool {
         self.primary.takes_witness()
+    }
+
+    /// The primary's: the secondary is there for what the primary
+    /// declines, and holds nothing until then.
+    fn prepare(
+        &self,
+        params: &Arc<ProvingParameters>,
+        r1cs: Option<&Arc<CompiledR1cs>>,
+    ) -> Result<Option<String>, ProveError> {
+        self.primary.prepare(params, r1cs)
     }
 
     fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {

@@ -174,6 +174,20 @@ pub trait ProverBackend: Send + Sync + std::fmt::Debug {
     fn takes_witness(&self) -> bool {
         false
     }
+    /// Makes a circuit ready before its first partition (a preload): its
+    /// parameters resident where the backend keeps them and, for a backend
+    /// that takes witnesses, its compiled R1CS beside them, so the first
+    /// partition does not wait for either. Returns what was done (a line
+    /// for the log), `None` when the backend keeps nothing of its own (the
+    /// CPU). A failure costs nothing but the time: the first partition
+    /// tries again, or is declined, as it would have been without it.
+    fn prepare(
+        &self,
+        _params: &Arc<ProvingParameters>,
+        _r1cs: Option<&Arc<CompiledR1cs>>,
+    ) -> Result<Option<String>, ProveError> {
+        Ok(None)
+    }
 }
 
 /// `prove_start` then `finish` on `backend`, for callers that do not
