@@ -697,14 +697,16 @@ fn preload(shared: &Shared, circuit_id: &str) -> Result<(bool, Duration), Engine
     let preloaded = shared.srs.preload(circuit_id)?;
     for (index, device) in shared.devices.iter().enumerate() {
         let backend = Arc::clone(&device.backend);
-        let handle = preloaded.handle.clone();
+        // The parameters themselves, not the handle: a handle would mark
+        // them in use (HOT, never evicted) while the copy runs.
+        let params = Arc::clone(preloaded.handle.params());
         let r1cs = preloaded.r1cs.clone();
         let id = circuit_id.to_string();
         let spawned = std::thread::Builder::new()
             .name(format!("prepare-{index}"))
             .spawn(move || {
                 let started = Instant::now();
-                match backend.prepare(handle.params(), r1cs.as_ref()) {
+                match backend.prepare(&params, r1cs.as_ref()) {
                     Ok(Some(what)) => tracing::info!(
                         circuit_id = %id,
                         device = index,
