@@ -875,8 +875,11 @@ fn ensure_resident(
 ) -> Result<Arc<GpuSrs>, String> {
     // Entries whose parameters are gone (evicted from the host, no job
     // holds them) free their device memory.
+    let held = resident.0.len();
     resident.0.retain(|r| r.params.strong_count() > 0);
-    device.publish(resident);
+    if resident.0.len() != held {
+        device.publish(resident);
+    }
     if let Some(at) = resident.position(params) {
         let entry = resident.0.remove(at);
         let srs = Arc::clone(&entry.srs);
@@ -884,8 +887,11 @@ fn ensure_resident(
         return Ok(srs);
     }
     // Streamed parameters pin their host copy: never kept beside another.
+    let held = resident.0.len();
     resident.0.retain(|r| !r.srs.is_streamed());
-    device.publish(resident);
+    if resident.0.len() != held {
+        device.publish(resident);
+    }
     let sections = sections(params);
     let section_bytes = sections.bytes();
     let working = partition_working_set(domain);
