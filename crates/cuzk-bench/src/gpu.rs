@@ -652,6 +652,7 @@ fn bench_witness(args: &BenchArgs, results: &mut GpuResults) -> anyhow::Result<(
             }),
             params: Arc::clone(&params),
             randomness,
+            priority: cuzk_core::Priority::Normal,
         };
         let host_bytes = [assignment.heap_bytes(), witness.heap_bytes()];
         let mut bytes = Vec::new();

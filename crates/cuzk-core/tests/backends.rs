@@ -132,6 +132,7 @@ fn a_witness_only_partition_proves_like_its_evaluated_assignment() {
         data: PartitionData::Witness(PartitionWitness { r1cs, witness }),
         params: Arc::clone(&params),
         randomness: fixed,
+        priority: cuzk_core::Priority::Normal,
     };
     let (from_witness, timings) = prove_with(&CpuBackend, input).unwrap();
     assert_eq!(proof_to_bytes(&from_witness), proof_to_bytes(&evaluated));

@@ -403,6 +403,7 @@ impl WitnessCase {
             }),
             params: Arc::clone(&self.params),
             randomness,
+            priority: cuzk_core::Priority::Normal,
         }
     }
 
@@ -538,6 +539,7 @@ fn a_witness_path_proof_of_a_real_circuit_verifies_with_bellperson() {
         data: PartitionData::Witness(PartitionWitness { r1cs, witness }),
         params: Arc::clone(&params),
         randomness: Randomness::Secure,
+        priority: cuzk_core::Priority::Normal,
     };
     let (proof, timings) = prove_with(&gpu, input).unwrap();
     assert!(timings.abc_on_device);

@@ -251,6 +251,12 @@ pub struct MemorySection {
     pub total_budget: ByteSize,
     /// Kept free when the budget is "auto".
     pub safety_margin: ByteSize,
+    /// Of the budget, what only PoSt partitions (WindowPoSt, WinningPoSt)
+    /// may use, so PoRep partitions in flight never hold the memory a PoSt
+    /// deadline needs: "auto" (an eighth of the budget, at most 8 GiB:
+    /// one 32 GiB WindowPoSt partition's witness and a WinningPoSt) or a
+    /// size; 0 turns it off.
+    pub post_reserve: ByteSize,
 }
 
 impl Default for MemorySection {
@@ -258,6 +264,7 @@ impl Default for MemorySection {
         Self {
             total_budget: ByteSize::Auto,
             safety_margin: ByteSize::Bytes(4 << 30),
+            post_reserve: ByteSize::Auto,
         }
     }
 }
@@ -504,9 +511,23 @@ impl Config {
         }
     }
 
+    /// Bytes of `budget` kept for PoSt partitions.
+    pub fn post_reserve(&self, budget: u64) -> anyhow::Result<u64> {
+        match self.memory.post_reserve {
+            ByteSize::Auto => Ok((budget / 8).min(8 << 30)),
+            ByteSize::Bytes(n) if n >= budget && n > 0 => bail!(
+                "[memory] post_reserve ({} MiB) must be less than the budget ({} MiB)",
+                n >> 20,
+                budget >> 20
+            ),
+            ByteSize::Bytes(n) => Ok(n),
+        }
+    }
+
     /// The engine's settings (its backends and plan sources are built by
     /// [`crate::setup::EngineSetup`]).
     pub fn engine_config(&self) -> anyhow::Result<EngineConfig> {
+        let memory_budget = self.memory_budget()?;
         Ok(EngineConfig {
             srs_memory_limit: match self.srs.memory_limit {
                 Some(ByteSize::Bytes(n)) => n,
@@ -523,7 +544,8 @@ impl Config {
             workers_per_backend: self.gpus.gpu_workers_per_device,
             device_quarantine: Duration::from_secs(self.gpus.quarantine_secs),
             max_prover_queue_depth: self.pipeline.max_gpu_queue_depth,
-            memory_budget: self.memory_budget()?,
+            memory_budget,
+            post_reserve: self.post_reserve(memory_budget)?,
             result_ttl: Duration::from_secs(self.pipeline.result_ttl_secs),
             result_capacity: self.pipeline.result_capacity,
             max_queued_jobs: self.pipeline.max_queued_jobs,
@@ -594,6 +616,30 @@ mod tests {
         );
         let config: Config = toml::from_str("[pipeline]\ncpu_threads = 16\nsequential_threads = 3").unwrap();
         assert_eq!(config.engine_config().unwrap().sequential_slots, 3);
+    }
+
+    #[test]
+    fn the_post_reserve_is_an_eighth_of_the_budget_at_most_8_gib_or_a_size() {
+        let config = |text: &str| toml::from_str::<Config>(text).unwrap();
+        let auto = config("");
+        assert_eq!(auto.post_reserve(16 << 30).unwrap(), 2 << 30);
+        assert_eq!(auto.post_reserve(200 << 30).unwrap(), 8 << 30);
+        let sized = config("[memory]\npost_reserve = \"12GiB\"");
+        assert_eq!(sized.post_reserve(100 << 30).unwrap(), 12 << 30);
+        assert!(
+            sized.post_reserve(12 << 30).is_err(),
+            "a reserve as large as the budget"
+        );
+        assert_eq!(
+            config("[memory]\npost_reserve = 0")
+                .post_reserve(1 << 30)
+                .unwrap(),
+            0
+        );
+        let engine = config("[memory]\ntotal_budget = \"64GiB\"")
+            .engine_config()
+            .unwrap();
+        assert_eq!((engine.memory_budget, engine.post_reserve), (64 << 30, 8 << 30));
     }
 
     #[test]

@@ -31,6 +31,10 @@ pub struct EngineConfig {
     pub max_prover_queue_depth: usize,
     /// Bytes granted to partitions in flight.
     pub memory_budget: u64,
+    /// Bytes of `memory_budget` that only PoSt partitions (High priority
+    /// and above) may be granted, so PoRep partitions in flight never hold
+    /// the memory a WindowPoSt or WinningPoSt needs.
+    pub post_reserve: u64,
     /// How long finished results are kept.
     pub result_ttl: Duration,
     /// How many finished results are kept at most.
@@ -57,6 +61,7 @@ impl Default for EngineConfig {
             device_quarantine: Duration::from_secs(60),
             max_prover_queue_depth: 1,
             memory_budget: 4 << 30,
+            post_reserve: 0,
             result_ttl: Duration::from_secs(600),
             result_capacity: 10_000,
             max_queued_jobs: 1_000,

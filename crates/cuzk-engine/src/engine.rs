@@ -6,7 +6,7 @@ use crate::config::EngineConfig;
 use crate::job::{Job, JobResult, JobStatus};
 use crate::metrics::Metrics;
 use crate::plans::PlanSources;
-use crate::sched::{Dispatch, EvictIdle, Handoff, Rank, WorkItem};
+use crate::sched::{Dispatch, EvictIdle, Handoff, Lane, Rank, WorkItem};
 use crate::srs::SrsManager;
 use crate::stages::{self, finish::FinishItem};
 use crate::state::{fail, finalize, lock, Device, FailureReason, JobTable, Shared};
@@ -77,7 +77,9 @@ impl Engine {
         }
         let sources = Arc::new(PlanSources::new(sources));
         let witness_only = config.witness_only && backends.iter().all(|b| b.takes_witness());
-        let dispatch = Dispatch::new(config.memory_budget, || R1csCache::global().memory_bytes());
+        let dispatch = Dispatch::new(config.memory_budget, config.post_reserve, || {
+            R1csCache::global().memory_bytes()
+        });
         let srs = Arc::new(SrsManager::new(
             Arc::clone(&sources),
             config.srs_memory_limit,
@@ -146,23 +148,36 @@ impl Engine {
                 .spawn(body)
                 .map_err(|e| EngineError::Internal(format!("cannot start worker thread: {e}")))
         };
-        for w in 0..shared.config.partition_workers.max(1) {
+        // The general workers, then a worker of each lane kept for PoSt
+        // (synthesis, and prover on every device).
+        let synthesis_lanes = (0..shared.config.partition_workers.max(1))
+            .map(|w| (Lane::GENERAL, format!("synth-{w}")))
+            .chain(Lane::KEPT_FOR_POST.map(|lane| (lane, format!("synth-{}", lane.suffix()))));
+        for (lane, name) in synthesis_lanes {
             let shared = Arc::clone(&shared);
-            let name = format!("synth-{w}");
             threads.push(spawn(
                 name.clone(),
-                Box::new(move || stages::synthesis::worker(&shared, &name)),
+                Box::new(move || stages::synthesis::worker(&shared, lane, &name)),
             )?);
         }
         let provers = shared.devices.len() * shared.config.workers_per_backend.max(1);
-        for w in 0..provers {
+        let prover_lanes = (0..provers)
+            .map(|w| {
+                (
+                    w % shared.devices.len(),
+                    Lane::GENERAL,
+                    format!("prover-{}.{w}", w % shared.devices.len()),
+                )
+            })
+            .chain((0..shared.devices.len()).flat_map(|device| {
+                Lane::KEPT_FOR_POST.map(|lane| (device, lane, format!("prover-{device}.{}", lane.suffix())))
+            }));
+        for (device, lane, name) in prover_lanes {
             let shared = Arc::clone(&shared);
             let tx = finish_tx.clone();
-            let device = w % shared.devices.len();
-            let name = format!("prover-{device}.{w}");
             threads.push(spawn(
                 name.clone(),
-                Box::new(move || stages::prove::worker(&shared, device, &name, tx)),
+                Box::new(move || stages::prove::worker(&shared, device, lane, &name, tx)),
             )?);
         }
         for w in 0..provers {

@@ -7,7 +7,8 @@
 //! becomes a plan, the plan per-partition work items. One ordered
 //! dispatcher grants memory before synthesis; `partition_workers` threads
 //! synthesise; each backend's prover workers take ready partitions through
-//! a bounded, priority-ordered hand-off and run `prove_start`; `finish`
+//! a bounded, priority-ordered hand-off and run `prove_start` (beside them,
+//! a synthesis worker and a prover kept for PoSt partitions); `finish`
 //! runs on finisher threads, so a prover moves to the next partition while
 //! the previous one's G2 MSM and epilogue complete. Partitions are
 //! assembled in order and the whole proof is verified before it is

@@ -15,6 +15,13 @@
 //! ordered by priority. A partition that outranks something already waiting
 //! may exceed the bound (it is still covered by its memory permit), so a
 //! PoSt job never queues behind lower-priority PoRep partitions.
+//!
+//! Both queues are served by workers of [`Lane`]s: general workers take
+//! any partition, the lanes kept for PoSt only partitions at their
+//! priority or above, so a PoSt finds a synthesis worker and a prover
+//! worker free however many PoRep partitions hold the general ones (a
+//! synthesis worker whose partition waits for the hand-off, a prover
+//! waiting for the device). The budget keeps a reserve for PoSt too.
 
 use crate::job::Job;
 use crate::state::lock;
@@ -24,6 +31,45 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
+
+/// Partitions at this priority or above are PoSt's (WindowPoSt is High,
+/// WinningPoSt Critical by default): they have lanes of their own and the
+/// budget's PoSt reserve.
+pub(crate) const URGENT: Priority = Priority::High;
+
+/// Which partitions a worker takes: those at `floor` or above.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Lane {
+    floor: Priority,
+}
+
+impl Lane {
+    /// Takes every partition.
+    pub(crate) const GENERAL: Lane = Lane { floor: Priority::Low };
+    /// The lanes kept for PoSt beside the general workers: one for High
+    /// and above (a WindowPoSt), one for Critical alone (a WinningPoSt
+    /// does not wait behind a WindowPoSt's long witness either).
+    pub(crate) const KEPT_FOR_POST: [Lane; 2] = [
+        Lane {
+            floor: Priority::High,
+        },
+        Lane {
+            floor: Priority::Critical,
+        },
+    ];
+
+    pub(crate) fn takes(self, priority: Priority) -> bool {
+        priority >= self.floor
+    }
+
+    /// For thread names: "" for the general lane, else the floor's name.
+    pub(crate) fn suffix(self) -> &'static str {
+        match self.floor {
+            Priority::Low => "",
+            floor => floor.name(),
+        }
+    }
+}
 
 /// Heap key: priority first, then the older job, then the lower partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -85,6 +131,8 @@ pub(crate) struct Dispatch {
     state: Mutex<DispatchState>,
     changed: Condvar,
     total: u64,
+    /// Bytes of `total` only PoSt partitions ([`URGENT`]) may be granted.
+    post_reserve: u64,
     /// Bytes held outside the partitions' permits that the budget counts
     /// too (the compiled R1CS of the circuits in use), asked at each grant.
     reserved: fn() -> u64,
@@ -116,11 +164,12 @@ impl Drop for Permit {
 }
 
 impl Dispatch {
-    pub(crate) fn new(total_bytes: u64, reserved: fn() -> u64) -> Arc<Self> {
+    pub(crate) fn new(total_bytes: u64, post_reserve: u64, reserved: fn() -> u64) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(DispatchState::default()),
             changed: Condvar::new(),
             total: total_bytes.max(1),
+            post_reserve: post_reserve.min(total_bytes),
             reserved,
             evict_idle: std::sync::OnceLock::new(),
         })
@@ -157,24 +206,29 @@ impl Dispatch {
         self.changed.notify_all();
     }
 
-    /// Blocks until the head partition (the highest-ranked one whose
-    /// parameters are resident) fits the budget and returns it with its
-    /// permit; `None` once closed. (A partition larger than the budget
+    /// Blocks until the head partition `lane` takes (the highest-ranked
+    /// one whose parameters are resident) fits the budget and returns it
+    /// with its permit; `None` once closed. A partition below [`URGENT`]
+    /// must leave the PoSt reserve free. (A partition larger than the budget
     /// beside its parameters is refused at submission, so every head fits
     /// eventually; the `used == 0` case only guards against an estimate
     /// that changed.)
-    pub(crate) fn next(self: &Arc<Self>) -> Option<(WorkItem, Permit)> {
+    pub(crate) fn next(self: &Arc<Self>, lane: Lane) -> Option<(WorkItem, Permit)> {
         let mut state = lock(&self.state);
         loop {
             if state.closed {
                 return None;
             }
-            if let Some(head) = Self::pop_ready(&mut state) {
+            if let Some(head) = Self::pop_ready(&mut state, lane) {
                 let bytes = head.job.partition_bytes;
                 let held = state.used + bytes + state.parameters + (self.reserved)();
+                let limit = match head.rank.0 >= URGENT {
+                    true => self.total,
+                    false => self.total - self.post_reserve,
+                };
                 // With nothing in flight the head always goes (a budget
                 // too small for one partition would otherwise stall).
-                if state.used == 0 || held <= self.total {
+                if state.used == 0 || held <= limit {
                     state.used += bytes;
                     let permit = Permit {
                         bytes,
@@ -186,7 +240,7 @@ impl Dispatch {
                 // Idle parameters give way to a partition that is waiting.
                 if let Some(evict) = self.evict_idle.get() {
                     drop(state);
-                    let freed = (evict.0)(held - self.total);
+                    let freed = (evict.0)(held - limit);
                     state = lock(&self.state);
                     if freed > 0 {
                         continue;
@@ -198,23 +252,28 @@ impl Dispatch {
     }
 
     /// Drops finished jobs' partitions and takes the highest-ranked
-    /// partition whose parameters are resident; `None` when none is ready.
-    /// Partitions of jobs whose parameters are still loading are set aside
-    /// and put back, keeping their rank.
-    fn pop_ready(state: &mut DispatchState) -> Option<WorkItem> {
-        let mut loading = Vec::new();
+    /// partition `lane` takes whose parameters are resident; `None` when
+    /// none is ready. Partitions of jobs whose parameters are still
+    /// loading are set aside and put back, keeping their rank.
+    fn pop_ready(state: &mut DispatchState, lane: Lane) -> Option<WorkItem> {
+        let mut set_aside = Vec::new();
         let mut ready = None;
         while let Some(item) = state.queue.pop() {
             if item.job.is_final() {
                 continue;
             }
+            if !lane.takes(item.rank.0) {
+                // Priority first: nothing below it is this lane's either.
+                set_aside.push(item);
+                break;
+            }
             if item.job.has_parameters() {
                 ready = Some(item);
                 break;
             }
-            loading.push(item);
+            set_aside.push(item);
         }
-        state.queue.extend(loading);
+        state.queue.extend(set_aside);
         ready
     }
 
@@ -301,21 +360,25 @@ impl Handoff {
             if state.heap.len() < self.capacity || outranks || item.job.is_final() {
                 state.heap.push(item);
                 drop(state);
-                self.not_empty.notify_one();
+                // Every prover looks: one of a lane kept for PoSt cannot
+                // take a PoRep partition.
+                self.not_empty.notify_all();
                 return Ok(());
             }
             state = self.not_full.wait(state).unwrap_or_else(|e| e.into_inner());
         }
     }
 
-    /// The highest-priority ready partition; `None` once closed.
-    pub(crate) fn pop(&self) -> Option<ReadyItem> {
+    /// The highest-priority ready partition, once `lane` takes it; `None`
+    /// once closed.
+    pub(crate) fn pop(&self, lane: Lane) -> Option<ReadyItem> {
         let mut state = lock(&self.state);
         loop {
             if state.closed {
                 return None;
             }
-            if let Some(item) = state.heap.pop() {
+            let takes = state.heap.peek().is_some_and(|head| lane.takes(head.rank.0));
+            if let Some(item) = takes.then(|| state.heap.pop()).flatten() {
                 drop(state);
                 self.not_full.notify_all();
                 return Some(item);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod common;
-use common::{check_proof, request_for, spec, synthetic, SIZE};
+use common::{check_proof, pregenerate, request_for, spec, synthetic, SIZE};
 
 fn config(_dir: &std::path::Path) -> EngineConfig {
     EngineConfig {
@@ -28,20 +28,6 @@ fn start(dir: &std::path::Path, config: EngineConfig) -> Result<Engine, EngineEr
 
 fn request(spec: SyntheticSpec, priority: Option<Priority>) -> ProofRequest {
     request_for(&spec, priority)
-}
-
-/// Generates the parameters of the synthetic circuit of `constraints`
-/// constraints into `dir`, as a daemon would on first use, and returns
-/// what the engine counts for them (the file's length), so a test can
-/// size a budget around it.
-fn pregenerate(dir: &std::path::Path, constraints: usize) -> u64 {
-    let cache = cuzk_core::ParameterCache::new(dir).unwrap();
-    let id = SyntheticCircuit::new(constraints, vec![cuzk_core::Scalar::from(0u64); 2], 0)
-        .unwrap()
-        .circuit_id();
-    let recipe = cuzk_synthetic::parameters::recipe(&cache, &id).unwrap().unwrap();
-    recipe.load().unwrap();
-    recipe.memory_bytes()
 }
 
 fn runtime() -> tokio::runtime::Runtime {

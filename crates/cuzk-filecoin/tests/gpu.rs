@@ -125,6 +125,7 @@ fn witness_path_on(request: &ProofRequest) {
             data: PartitionData::Witness(data),
             params: Arc::clone(&params),
             randomness: fixed,
+            priority: cuzk_core::Priority::Normal,
         };
         let (ours, timings) = prove_with(&gpu, input).unwrap();
         assert!(timings.abc_on_device, "{what}: took the host path");

@@ -22,7 +22,8 @@ use crate::groth16::{
 use crate::msm::{split_msm, MsmGroup, MsmSplit, ScalarVector, G1, G2};
 use crate::params::{CircuitCounts, ProvingParameters};
 use crate::r1cs::CompiledR1cs;
-use crate::sync::lock;
+use crate::request::Priority;
+use crate::sync::{lock, PriorityMutex};
 use blstrs::Scalar;
 use cuzk_sys::gpu::{
     staged_abc_bytes, staged_witness_bytes, DeviceInfo, GpuR1cs, GpuSrs, HostPin, MsmPlan, PartitionInput,
@@ -118,8 +119,9 @@ pub struct CudaBackend {
     info: DeviceInfo,
     residency: Residency,
     tuning: Tuning,
-    /// Held only around the CUDA region (and SRS uploads).
-    lock: Mutex<Residents>,
+    /// Held only around the CUDA region (and SRS uploads); the
+    /// highest-priority partition waiting enters first.
+    lock: PriorityMutex<Residents>,
     /// What is resident, readable while the lock is held by a region: the
     /// upload ahead needs the device objects, not the lock.
     view: Mutex<Vec<ResidentView>>,
@@ -127,7 +129,7 @@ pub struct CudaBackend {
     /// one such upload per device at a time (they share the PCIe link and
     /// the pinned buffers), and each one's memory check sees the last one's
     /// allocation.
-    staging: Mutex<()>,
+    staging: PriorityMutex<()>,
     /// Whether partitions are copied ahead at all (on unless a benchmark
     /// turns it off to measure the difference).
     upload_ahead: AtomicBool,
@@ -199,9 +201,9 @@ impl CudaBackend {
                     info,
                     residency,
                     tuning,
-                    lock: Mutex::new(Residents::default()),
+                    lock: PriorityMutex::new(Residents::default()),
                     view: Mutex::new(Vec::new()),
-                    staging: Mutex::new(()),
+                    staging: PriorityMutex::new(()),
                     upload_ahead: AtomicBool::new(true),
                 })
             })
@@ -271,12 +273,13 @@ impl CudaBackend {
         &self,
         bytes: u64,
         reserve: u64,
+        priority: Priority,
         stage: impl FnOnce() -> Result<Staged, GpuError>,
     ) -> Option<(Staged, std::time::Duration)> {
         if !self.upload_ahead.load(Ordering::Relaxed) {
             return None;
         }
-        let _slot = lock(&self.staging);
+        let _slot = self.staging.lock(priority);
         let free = self.free_bytes();
         if bytes + reserve + VRAM_SLACK > free {
             tracing::debug!(
@@ -359,9 +362,11 @@ impl ProverBackend for CudaBackend {
             data,
             params,
             randomness,
+            priority,
         } = input;
         let (assignment, abc) = data.into_assignment()?;
-        let mut pending = self.prove_evaluated(ProverInput::evaluated(assignment, &params, randomness))?;
+        let evaluated = ProverInput::evaluated(assignment, &params, randomness).with_priority(priority);
+        let mut pending = self.prove_evaluated(evaluated)?;
         pending.timings.abc = abc;
         Ok(pending)
     }
@@ -404,7 +409,7 @@ impl CudaBackend {
             message,
         };
         let started = Instant::now();
-        let mut resident = lock(&self.lock);
+        let mut resident = self.lock.lock(Priority::Normal);
         let srs = ensure_resident(self, &mut resident, params, domain, self.residency);
         self.publish(&resident);
         let srs = srs.map_err(failed)?;
@@ -495,13 +500,14 @@ impl CudaBackend {
             (Some(srs), Some(gpu_r1cs)) => self.upload_ahead(
                 staged_witness_bytes(r1cs.num_inputs(), r1cs.num_aux()),
                 witness_working_set(r1cs.num_inputs(), r1cs.num_aux(), domain.size()),
+                input.priority,
                 || srs.stage_witness(&gpu_r1cs, &region_input),
             ),
             _ => None,
         };
 
         let waited = Instant::now();
-        let mut resident = lock(&self.lock);
+        let mut resident = self.lock.lock(input.priority);
         timings.lock_wait = waited.elapsed();
         let region = Instant::now();
         let srs = ensure_resident(self, &mut resident, params, domain.size(), self.residency);
@@ -649,11 +655,13 @@ impl CudaBackend {
         let ahead = self.resident_srs(params).and_then(|srs| {
             let lg = region_input.lg_domain;
             let reserve = partition_working_set(domain.size());
-            self.upload_ahead(staged_abc_bytes(lg), reserve, || srs.stage(&region_input))
+            self.upload_ahead(staged_abc_bytes(lg), reserve, input.priority, || {
+                srs.stage(&region_input)
+            })
         });
 
         let waited = Instant::now();
-        let mut resident = lock(&self.lock);
+        let mut resident = self.lock.lock(input.priority);
         timings.lock_wait = waited.elapsed();
         let region = Instant::now();
         let srs = ensure_resident(self, &mut resident, params, domain.size(), self.residency);

@@ -65,6 +65,7 @@ impl ProverBackend for Dual {
             },
             params: Arc::clone(&input.params),
             randomness: fixed,
+            priority: input.priority,
         };
         let original = ProverInput {
             randomness: fixed,

@@ -27,6 +27,7 @@ pub use fallback::Fallback;
 use crate::groth16::{PendingProof, ProveError, Randomness};
 use crate::params::ProvingParameters;
 use crate::r1cs::{CompiledR1cs, Witness};
+use crate::request::Priority;
 use crate::ProvingAssignment;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -96,6 +97,9 @@ pub struct ProverInput {
     pub params: Arc<ProvingParameters>,
     /// Where r, s come from.
     pub randomness: Randomness,
+    /// How urgent the partition is: where partitions wait for a device,
+    /// the highest priority goes first.
+    pub priority: Priority,
 }
 
 impl ProverInput {
@@ -109,7 +113,13 @@ impl ProverInput {
             data: PartitionData::Evaluated(assignment),
             params: Arc::clone(params),
             randomness,
+            priority: Priority::Normal,
         }
+    }
+
+    /// The same input at `priority`.
+    pub fn with_priority(self, priority: Priority) -> Self {
+        Self { priority, ..self }
     }
 }
 

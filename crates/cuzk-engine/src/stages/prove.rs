@@ -1,9 +1,9 @@
 //! Stage 2: hand-off -> a backend's `prove_start` -> finisher queue.
 
-use super::finish::FinishItem;
+use super::finish::{finish_one, FinishItem};
 use super::guarded;
 use crate::job::Job;
-use crate::sched::{Rank, ReadyItem, WorkItem};
+use crate::sched::{Lane, Rank, ReadyItem, WorkItem, URGENT};
 use crate::state::{fail, lock, FailureReason, Shared};
 use crate::timeline;
 use cuzk_core::{BackendError, ProverInput};
@@ -28,9 +28,17 @@ fn abc_path(t: &cuzk_core::ProveTimings) -> &'static str {
 /// device failed it.
 const REQUEUES_PER_PARTITION: u32 = 2;
 
-/// Proves partitions on backend `device` until the hand-off closes; a
-/// quarantined device takes none until its quarantine ends.
-pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc::Sender<FinishItem>) {
+/// Proves the partitions `lane` takes on backend `device` until the
+/// hand-off closes; a quarantined device takes none until its quarantine
+/// ends. A PoSt partition is finished on this thread, not queued behind
+/// PoRep partitions' finishes.
+pub(crate) fn worker(
+    shared: &Shared,
+    device: usize,
+    lane: Lane,
+    name: &str,
+    finished: mpsc::Sender<FinishItem>,
+) {
     let backend = &shared.devices[device].backend;
     loop {
         if let Some(left) = shared.devices[device].quarantine_left() {
@@ -41,7 +49,7 @@ pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc:
             std::thread::sleep(left.min(Duration::from_millis(100)));
             continue;
         }
-        let Some(ready) = shared.handoff.pop() else {
+        let Some(ready) = shared.handoff.pop(lane) else {
             return;
         };
         if shared.devices[device].quarantine_left().is_some() {
@@ -77,6 +85,7 @@ pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc:
             data,
             params: Arc::clone(&params),
             randomness: job.plan.randomness(partition),
+            priority: job.priority,
         };
         let pending = guarded("prove_start", || {
             backend.prove_start(input).map_err(|e| match e {
@@ -131,6 +140,7 @@ pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc:
         *lock(&shared.devices[device].current) = None;
         match pending {
             Ok(pending) => {
+                let urgent = job.priority >= URGENT;
                 let item = FinishItem {
                     job,
                     partition,
@@ -138,7 +148,9 @@ pub(crate) fn worker(shared: &Shared, device: usize, name: &str, finished: mpsc:
                     started,
                     worker: name.to_string(),
                 };
-                if finished.send(item).is_err() {
+                if urgent {
+                    finish_one(shared, name, item);
+                } else if finished.send(item).is_err() {
                     return;
                 }
             }

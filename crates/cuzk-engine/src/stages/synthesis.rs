@@ -1,17 +1,17 @@
 //! Stage 1: dispatcher -> parameters -> synthesis -> hand-off.
 
 use super::guarded;
-use crate::sched::ReadyItem;
+use crate::sched::{Lane, ReadyItem};
 use crate::state::{fail, FailureReason, Shared};
 use crate::timeline;
 use cuzk_core::{cores, PartitionData};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Takes partitions from the dispatcher (in priority order, memory granted)
-/// until it closes.
-pub(crate) fn worker(shared: &Shared, name: &str) {
-    while let Some((item, permit)) = shared.dispatch.next() {
+/// Takes the partitions `lane` takes from the dispatcher (in priority
+/// order, memory granted) until it closes.
+pub(crate) fn worker(shared: &Shared, lane: Lane, name: &str) {
+    while let Some((item, permit)) = shared.dispatch.next(lane) {
         let job = item.job;
         if job.is_final() {
             continue;

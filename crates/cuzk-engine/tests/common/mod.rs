@@ -82,3 +82,17 @@ pub fn wait(engine: &Engine, job: &str) -> cuzk_engine::JobResult {
         .block_on(engine.wait(job, Some(Duration::from_secs(600))))
         .unwrap()
 }
+
+/// Generates the parameters of the synthetic circuit of `constraints`
+/// constraints into `dir`, as a daemon would on first use, and returns
+/// what the engine counts for them (the file's length), so a test can
+/// size a budget around it.
+pub fn pregenerate(dir: &std::path::Path, constraints: usize) -> u64 {
+    let cache = cuzk_core::ParameterCache::new(dir).unwrap();
+    let id = SyntheticCircuit::new(constraints, vec![cuzk_core::Scalar::from(0u64); 2], 0)
+        .unwrap()
+        .circuit_id();
+    let recipe = cuzk_synthetic::parameters::recipe(&cache, &id).unwrap().unwrap();
+    recipe.load().unwrap();
+    recipe.memory_bytes()
+}
