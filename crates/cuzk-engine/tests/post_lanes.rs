@@ -80,12 +80,7 @@ impl Drop for OpenOnDrop {
 
 /// A job's final result, or `Timeout` after a minute.
 fn wait(engine: &Engine, job: &str) -> cuzk_engine::JobResult {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(engine.wait(job, Some(Duration::from_secs(60))))
-        .unwrap()
+    common::wait_within(engine, job, Duration::from_secs(60))
 }
 
 /// Waits (at most a minute) until `done` says so.

@@ -75,11 +75,16 @@ pub fn check_proof(dir: &Path, spec: &SyntheticSpec, bytes: &[u8]) {
 
 /// Waits (up to ten minutes) for a job's final result.
 pub fn wait(engine: &Engine, job: &str) -> cuzk_engine::JobResult {
+    wait_within(engine, job, Duration::from_secs(600))
+}
+
+/// A job's final result, or `Timeout` after `limit`.
+pub fn wait_within(engine: &Engine, job: &str, limit: Duration) -> cuzk_engine::JobResult {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
-        .block_on(engine.wait(job, Some(Duration::from_secs(600))))
+        .block_on(engine.wait(job, Some(limit)))
         .unwrap()
 }
 
