@@ -323,6 +323,16 @@ impl CircuitWork for Measure {
         let witness = r1cs.witness(circuit()?).map_err(synthesis)?;
         self.out
             .insert("witness".into(), t.stop(json!({ "aux": witness.aux.len() })));
+        // What a partition waiting for the device holds: its witness, the
+        // aux variables kept as bits, against 32 bytes a variable.
+        self.out.insert(
+            "packed_witness".into(),
+            json!({
+                "bytes": witness.heap_bytes(),
+                "wide_aux": witness.aux.wide_count(),
+                "wide_fraction": witness.aux.wide_count() as f64 / aux.max(1) as f64,
+            }),
+        );
 
         // As the engine computes it: native where the type has a writer.
         let generated_by = if self.fits("native", Step::Native, witness.heap_bytes()) {

@@ -19,6 +19,7 @@
 //! benchmarks rely on.
 
 use crate::assignment::{DensityBitmap, ProvingAssignment};
+use crate::packed::PackedScalars;
 use crate::params::ProvingParameters;
 use crate::r1cs::{CompiledR1cs, Matrix, R1csError, Witness, MINUS_ONE_ID, ONE_ID};
 use bellperson::groth16::VerifyingKey;
@@ -55,6 +56,17 @@ fn random_scalar(rng: &mut SmallRng) -> Scalar {
         rng.next_u64() >> 2,
     ];
     Scalar::from_u64s_le(&limbs).expect("values below 2^254 are canonical")
+}
+
+/// The aux values of chunk `chunk` of partition `seed` (endless; a chunk
+/// takes CHUNK): about 50 % zero, 45 % one, 5 % other.
+fn aux_chunk(seed: u64, chunk: usize) -> impl Iterator<Item = Scalar> {
+    let mut rng = rng(seed, 4, chunk);
+    std::iter::repeat_with(move || match rng.gen_range(0..100) {
+        0..=49 => Scalar::ZERO,
+        50..=94 => Scalar::ONE,
+        _ => random_scalar(&mut rng),
+    })
 }
 
 fn random_scalars(len: usize, seed: u64, stream: u64) -> Vec<Scalar> {
@@ -203,14 +215,23 @@ impl ShapedCircuit {
                     },
                 )
             },
-            || self.witness_on_pool(seed),
+            || {
+                let mut aux = vec![Scalar::ZERO; self.a_aux_density.len()];
+                aux.par_chunks_mut(CHUNK).enumerate().for_each(|(i, part)| {
+                    part.iter_mut()
+                        .zip(aux_chunk(seed, i))
+                        .for_each(|(s, value)| *s = value)
+                });
+                (self.inputs_of(seed), aux)
+            },
         );
+        let (inputs, aux) = witness;
         ProvingAssignment {
             a,
             b,
             c,
-            input_assignment: witness.inputs,
-            aux_assignment: witness.aux,
+            input_assignment: inputs,
+            aux_assignment: aux,
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
@@ -223,25 +244,31 @@ impl ShapedCircuit {
     /// [`compiled_r1cs`](Self::compiled_r1cs) this is what the engine's
     /// witness path proves.
     pub fn witness(&self, value_seed: u64) -> Witness {
-        crate::cores::parallel(|| self.witness_on_pool(value_seed))
+        crate::cores::parallel(|| {
+            let len = self.a_aux_density.len();
+            let pieces: Vec<PackedScalars> = (0..len.div_ceil(CHUNK))
+                .into_par_iter()
+                .map(|i| {
+                    aux_chunk(value_seed, i)
+                        .take(CHUNK.min(len - i * CHUNK))
+                        .collect()
+                })
+                .collect();
+            let mut aux = PackedScalars::with_capacity(len, 0);
+            pieces.iter().for_each(|piece| aux.append(piece));
+            Witness {
+                inputs: self.inputs_of(value_seed),
+                aux,
+            }
+        })
     }
 
-    fn witness_on_pool(&self, seed: u64) -> Witness {
-        let mut aux = vec![Scalar::ZERO; self.a_aux_density.len()];
-        aux.par_chunks_mut(CHUNK).enumerate().for_each(|(i, part)| {
-            let mut rng = rng(seed, 4, i);
-            for s in part {
-                *s = match rng.gen_range(0..100) {
-                    0..=49 => Scalar::ZERO,
-                    50..=94 => Scalar::ONE,
-                    _ => random_scalar(&mut rng),
-                };
-            }
-        });
+    /// The constant one, then the public inputs of partition `seed`.
+    fn inputs_of(&self, seed: u64) -> Vec<Scalar> {
         let mut inputs = Vec::with_capacity(self.inputs + 1);
         inputs.push(Scalar::ONE);
         inputs.extend(self.assignment_inputs(seed));
-        Witness { inputs, aux }
+        inputs
     }
 
     /// The public inputs (without the constant one) of `assignment(value_seed)`.
@@ -634,7 +661,7 @@ mod tests {
                 .witness
                 .aux
                 .iter()
-                .map(|value| cs.alloc(|| "w", || Ok(*value)))
+                .map(|value| cs.alloc(|| "w", || Ok(value)))
                 .collect::<Result<Vec<Variable>, _>>()?;
             let n = aux.len();
             let b_aux: Vec<usize> = (0..n).filter(|&i| c.b_aux_density.get(i)).collect();
@@ -693,7 +720,10 @@ mod tests {
             );
             let witness = circuit.witness(seed + 100);
             assert_eq!(witness.inputs[1..], circuit.assignment_inputs(seed + 100)[..]);
-            assert_eq!(witness.aux, circuit.assignment(seed + 100).aux_assignment);
+            assert_eq!(
+                witness.aux.to_scalars(),
+                circuit.assignment(seed + 100).aux_assignment
+            );
             let restated = Restated {
                 circuit: &circuit,
                 witness: witness.clone(),

@@ -437,7 +437,9 @@ fn device_sparse_products_equal_the_host() {
     for n in [(1usize << 14) - 3, 1 << 16, (1 << 18) + 5, 1 << 20] {
         let case = witness_case(n, n as u64);
         let device = GpuR1cs::upload(gpu.ordinal(), &case.r1cs.device_upload()).unwrap();
-        let [a, b, c] = device.evaluate(&case.witness.inputs, &case.witness.aux).unwrap();
+        let [a, b, c] = device
+            .evaluate(&case.witness.inputs, case.witness.aux.device_view())
+            .unwrap();
         assert_eq!(a, case.assignment.a, "n={n}: a");
         assert_eq!(b, case.assignment.b, "n={n}: b");
         assert_eq!(c, case.assignment.c, "n={n}: c");
@@ -488,7 +490,9 @@ fn shaped_witness_path_proofs_equal_the_cpu_backend() {
             params,
         };
         let device = GpuR1cs::upload(gpu.ordinal(), &case.r1cs.device_upload()).unwrap();
-        let [a, b, c] = device.evaluate(&case.witness.inputs, &case.witness.aux).unwrap();
+        let [a, b, c] = device
+            .evaluate(&case.witness.inputs, case.witness.aux.device_view())
+            .unwrap();
         assert_eq!(
             (&a, &b, &c),
             (&case.assignment.a, &case.assignment.b, &case.assignment.c),

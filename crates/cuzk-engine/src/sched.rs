@@ -152,6 +152,19 @@ impl Permit {
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
+
+    /// Gives back what the partition no longer holds: the grant covers its
+    /// synthesis (the plan's estimate), while what waits for a prover may
+    /// be far less (a witness kept as bits). Never grows the grant.
+    pub(crate) fn shrink_to(&mut self, bytes: u64) {
+        if bytes >= self.bytes {
+            return;
+        }
+        let freed = self.bytes - bytes;
+        self.bytes = bytes;
+        lock(&self.dispatch.state).used -= freed;
+        self.dispatch.changed.notify_all();
+    }
 }
 
 impl Drop for Permit {

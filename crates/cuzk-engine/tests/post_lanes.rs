@@ -1,6 +1,7 @@
 //! PoSt on time under PoRep load (issue 36): the lanes kept for PoSt and
 //! the budget's PoSt reserve, with a device that holds PoRep partitions
-//! for as long as the test wants. In a process of its own: the budget
+//! for as long as the test wants; and (issue 35.4) the budget counting
+//! what a witness kept as bits really holds. In a process of its own: the budget
 //! checks here count the compiled R1CS the process holds, which other
 //! tests' circuits would change. Every completed proof is checked again
 //! with bellperson's verifier.
@@ -32,6 +33,8 @@ struct Gated {
     open: std::sync::Mutex<bool>,
     opened: std::sync::Condvar,
     held: AtomicUsize,
+    /// Takes witness-only partitions, as a GPU does.
+    takes_witness: bool,
 }
 
 impl Gated {
@@ -65,6 +68,10 @@ impl ProverBackend for Gated {
             }
         }
         CpuBackend.prove_start(input)
+    }
+
+    fn takes_witness(&self) -> bool {
+        self.takes_witness
     }
 }
 
@@ -199,6 +206,55 @@ fn the_post_reserve_keeps_memory_for_a_post_while_porep_fills_the_budget() {
 
     device.open();
     let result = wait(&engine, &porep_job);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    check_proof(dir.path(), &porep, &result.proof);
+}
+
+/// Issue 35.4: a witness waiting for the device holds its bits, not its
+/// plan's estimate, and the budget counts what it holds. The budget has
+/// room for three partitions at the estimate; with one held at the device,
+/// all eight are granted (the rest synthesised, waiting for the device or
+/// to be handed off). Counting the estimate, five would still wait.
+#[test]
+fn witnesses_kept_as_bits_leave_their_estimate_to_the_next_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let device = Arc::new(Gated {
+        takes_witness: true,
+        ..Gated::default()
+    });
+    let parameters = common::pregenerate(dir.path(), SIZE);
+    let porep = spec(8, 70);
+    // The circuit's compiled R1CS, which the budget counts, recorded first.
+    let source = synthetic(dir.path());
+    let plan = source.plan(&request(&porep)).unwrap().unwrap();
+    let estimate = plan.witness_bytes().unwrap();
+    assert!(matches!(
+        plan.synthesize_witness(0).unwrap(),
+        cuzk_core::PartitionData::Witness(_)
+    ));
+    let r1cs = cuzk_core::R1csCache::global().memory_bytes();
+    let config = EngineConfig {
+        partition_workers: 4,
+        workers_per_backend: 1,
+        max_prover_queue_depth: 4,
+        memory_budget: parameters + r1cs + 3 * estimate,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(config, vec![device.clone()], vec![source]).unwrap();
+    let _open_at_the_end = OpenOnDrop(Arc::clone(&device));
+    let job = engine.submit(request(&porep)).unwrap().job_id;
+    until("every partition granted, one at the device", || {
+        let (waiting, _) = engine.status().queued_partitions;
+        device.held.load(Ordering::SeqCst) == 1 && waiting == 0
+    });
+    let used = engine.status().memory_used;
+    assert!(
+        used < 2 * estimate,
+        "{used} bytes granted for eight partitions of {estimate}"
+    );
+
+    device.open();
+    let result = wait(&engine, &job);
     assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
     check_proof(dir.path(), &porep, &result.proof);
 }

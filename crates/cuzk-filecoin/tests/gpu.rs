@@ -108,7 +108,7 @@ fn witness_path_on(request: &ProofRequest) {
         // Uploaded for this check only (freed at the end of the statement).
         let [a, b, c] = GpuR1cs::upload(gpu.ordinal(), &data.r1cs.device_upload())
             .unwrap()
-            .evaluate(&data.witness.inputs, &data.witness.aux)
+            .evaluate(&data.witness.inputs, data.witness.aux.device_view())
             .unwrap();
         let what = format!("{:?} partition {index}", request.kind);
         assert!(

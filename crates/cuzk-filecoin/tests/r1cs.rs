@@ -124,8 +124,12 @@ fn porep_changed_witness_breaks_some_constraint() {
     // Not +1: a 0 bit made 1 can still satisfy its lone boolean constraint.
     let change = Scalar::from(5u64);
     for index in [0, good.aux.len() / 3, good.aux.len() - 1] {
-        let mut bad = good.clone();
-        bad.aux[index] += change;
+        let mut aux = good.aux.to_scalars();
+        aux[index] += change;
+        let bad = cuzk_core::Witness {
+            inputs: good.inputs.clone(),
+            aux: cuzk_core::PackedScalars::from_scalars(&aux),
+        };
         let broken = unsatisfied(&r1cs.assign(bad).unwrap());
         assert!(broken > 0, "aux {index} changed by 5, every row still holds");
     }

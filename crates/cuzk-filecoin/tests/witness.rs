@@ -92,7 +92,7 @@ fn check_plan<P: FilecoinProof>(name: &str, plan: &FilecoinPlan<P>, prefix: &str
 fn assert_same_witness(name: &str, native: &cuzk_core::Witness, gadgets: &cuzk_core::Witness) {
     assert_eq!(native.inputs, gadgets.inputs, "{name}: inputs differ");
     assert_eq!(native.aux.len(), gadgets.aux.len(), "{name}: aux counts differ");
-    if let Some(i) = (0..native.aux.len()).find(|&i| native.aux[i] != gadgets.aux[i]) {
+    if let Some(i) = (0..native.aux.len()).find(|&i| native.aux.get(i) != gadgets.aux.get(i)) {
         panic!("{name}: aux {i} of {} differs", native.aux.len());
     }
 }

@@ -235,9 +235,10 @@ mod tests {
     use super::*;
 
     /// The engine fails a partition that holds more than its plan budgeted:
-    /// the estimate from the spec must be what the witness holds.
+    /// the estimate from the spec (whole scalars, what synthesis may hold)
+    /// must cover what the witness holds, kept as bits.
     #[test]
-    fn a_shaped_witness_holds_what_its_plan_budgets() {
+    fn a_shaped_witness_holds_at_most_what_its_plan_budgets() {
         for (constraints, inputs) in [(3000, 4), (122, 60), (1 << 12, 2)] {
             let plan = ShapedPlan::new(SyntheticSpec {
                 constraints,
@@ -251,11 +252,9 @@ mod tests {
             let PartitionData::Witness(data) = plan.synthesize_witness(0).unwrap() else {
                 panic!("a shaped partition is a witness");
             };
-            assert_eq!(
-                plan.witness_bytes(),
-                Some(data.witness.heap_bytes()),
-                "{constraints}, {inputs}"
-            );
+            let held = data.witness.heap_bytes();
+            let budgeted = plan.witness_bytes().unwrap();
+            assert!(held <= budgeted, "{constraints}, {inputs}: {held} > {budgeted}");
         }
     }
 }

@@ -367,7 +367,9 @@ struct cuzk_device_info_t {
 struct cuzk_gpu_staged_t {
     int device;
     gpu_ptr_t<fr_t> v[3];
-    size_t len[3];                 // elements of each buffer (0: none)
+    size_t len[3];                 // elements of each buffer (0: none); a
+                                   // packed vector's: the values it holds
+    size_t wide_count;             // the packed vector's wide values
 };
 
 // ---- the two groups ----
@@ -1107,9 +1109,11 @@ static RustError quotient_and_h(const gpu_t& gpu, const cuzk_gpu_srs_t* srs,
 // elements (zero beyond len[k]), staged through `srs`'s pinned buffers, on
 // a stream of its own: not one of sppark's, which the partition computing
 // meanwhile synchronises. Returns once the data has landed.
+// A `packed` vector goes last, into v[count] (packed_layout_t).
 static void stage_vectors(const cuzk_gpu_srs_t* srs, cuzk_gpu_staged_t* st,
                           const fr_t* const src[], const size_t len[],
-                          const size_t alloc[], int count)
+                          const size_t alloc[], int count,
+                          const cuzk_packed_t* packed = nullptr)
 {
     cudaStream_t s;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -1125,6 +1129,12 @@ static void stage_vectors(const cuzk_gpu_srs_t* srs, cuzk_gpu_staged_t* st,
         if (len[k] < alloc[k])
             CUDA_OK(cudaMemsetAsync((fr_t*)st->v[k] + len[k], 0,
                                     (alloc[k] - len[k]) * sizeof(fr_t), s));
+    }
+    if (packed) {
+        st->v[count] = device_alloc<fr_t>(packed_layout_t(packed->len, packed->wide_count).elements());
+        st->len[count] = packed->len;
+        st->wide_count = packed->wide_count;
+        upload_packed(srs->stage.get(), &team, (fr_t*)st->v[count], *packed, s);
     }
     CUDA_OK(cudaStreamSynchronize(s));
 }
@@ -1330,9 +1340,11 @@ CUZK_TRY
     set_device(srs->device);
     std::unique_ptr<cuzk_gpu_staged_t> st{new cuzk_gpu_staged_t{}};
     st->device = srs->device;
-    const fr_t* src[2] = {p->inputs, p->aux};
-    size_t len[2] = {r->num_inputs, r->num_aux};
-    stage_vectors(srs, st.get(), src, len, len, 2);
+    if (p->aux.len != r->num_aux)
+        return RustError{cudaErrorInvalidValue, "the witness does not fit this R1CS"};
+    const fr_t* src[1] = {p->inputs};
+    size_t len[1] = {r->num_inputs};
+    stage_vectors(srs, st.get(), src, len, len, 1, &p->aux);
     *out = st.release();
     return RustError{cudaSuccess};
 CUZK_CATCH
@@ -1340,17 +1352,23 @@ CUZK_CATCH
 
 // a, b, c of one witness back to the host (rows each): the GPU check of the
 // sparse products against the host's.
+// The aux variables go packed and are expanded as in a region, so this
+// checks expand_packed too.
 extern "C" RustError cuzk_gpu_r1cs_evaluate(const cuzk_gpu_r1cs_t* r,
-                                            const fr_t* inputs, const fr_t* aux,
+                                            const fr_t* inputs, const cuzk_packed_t* aux,
                                             fr_t* a, fr_t* b, fr_t* c)
 {
 CUZK_TRY
+    if (aux->len != r->num_aux)
+        return RustError{cudaErrorInvalidValue, "the witness does not fit this R1CS"};
     set_device(r->device);
     const gpu_t& gpu = select_gpu(r->device);
     auto d_inputs = device_alloc<fr_t>(r->num_inputs);
     auto d_aux = device_alloc<fr_t>(r->num_aux);
+    auto d_packed = device_alloc<fr_t>(packed_layout_t(aux->len, aux->wide_count).elements());
     gpu[0].HtoD((fr_t*)d_inputs, inputs, r->num_inputs);
-    gpu[0].HtoD((fr_t*)d_aux, aux, r->num_aux);
+    upload_packed(nullptr, nullptr, (fr_t*)d_packed, *aux, gpu[0]);
+    expand_on_device(gpu, (fr_t*)d_aux, (const fr_t*)d_packed, *aux);
     gpu_ptr_t<fr_t> d[3] = {device_alloc<fr_t>(r->rows), device_alloc<fr_t>(r->rows),
                             device_alloc<fr_t>(r->rows)};
     fr_t* const abc[3] = {d[0], d[1], d[2]};
@@ -1389,25 +1407,33 @@ CUZK_TRY
     if (srs->nl != r->num_aux || p->a_offset + r->a_aux_ones > srs->na
         || p->b_offset + r->b_aux_ones > srs->nb || p->b_offset + r->b_aux_ones > srs->nb2)
         return RustError{cudaErrorInvalidValue, "R1CS and parameter sections disagree"};
+    if (p->aux.len != r->num_aux)
+        return RustError{cudaErrorInvalidValue, "the witness does not fit this R1CS"};
     if (staged && (staged->device != srs->device || staged->len[0] != r->num_inputs
-                   || staged->len[1] != r->num_aux))
+                   || staged->len[1] != r->num_aux || staged->wide_count != p->aux.wide_count))
         return RustError{cudaErrorInvalidValue, "the staged witness does not fit this R1CS"};
-    gpu_ptr_t<fr_t> d_inputs, d_aux;
-    if (staged) {
-        d_inputs = std::move(staged->v[0]);
-        d_aux = std::move(staged->v[1]);
-        out->ms.upload = 0;
-    } else {
-        // The witness to the device, staged through `srs`'s pinned buffers.
-        d_inputs = device_alloc<fr_t>(r->num_inputs);
-        d_aux = device_alloc<fr_t>(r->num_aux);
-        copy_team_t team(srs->stage && srs->stage->ok() ? stage_threads() : 1);
-        upload(srs->stage.get(), &team, (fr_t*)d_inputs, p->inputs,
-               r->num_inputs * sizeof(fr_t), gpu[0]);
-        upload(srs->stage.get(), &team, (fr_t*)d_aux, p->aux,
-               r->num_aux * sizeof(fr_t), gpu[0]);
+    gpu_ptr_t<fr_t> d_inputs, d_aux = device_alloc<fr_t>(r->num_aux);
+    {
+        // The aux variables cross PCIe packed (mostly bits) and are
+        // expanded here; the packed copy is freed at the end of the block.
+        gpu_ptr_t<fr_t> d_packed;
+        if (staged) {
+            d_inputs = std::move(staged->v[0]);
+            d_packed = std::move(staged->v[1]);
+            out->ms.upload = 0;
+        } else {
+            // The witness to the device, staged through `srs`'s pinned buffers.
+            d_inputs = device_alloc<fr_t>(r->num_inputs);
+            d_packed = device_alloc<fr_t>(packed_layout_t(p->aux.len, p->aux.wide_count).elements());
+            copy_team_t team(srs->stage && srs->stage->ok() ? stage_threads() : 1);
+            upload(srs->stage.get(), &team, (fr_t*)d_inputs, p->inputs,
+                   r->num_inputs * sizeof(fr_t), gpu[0]);
+            upload_packed(srs->stage.get(), &team, (fr_t*)d_packed, p->aux, gpu[0]);
+            gpu[0].sync();
+            out->ms.upload = clock.lap();
+        }
+        expand_on_device(gpu, (fr_t*)d_aux, (const fr_t*)d_packed, p->aux);
         gpu[0].sync();
-        out->ms.upload = clock.lap();
     }
     const cuzk_tuning_t& tuning = p->tuning;
     h_msm_beside_t h_beside;

@@ -52,10 +52,37 @@ struct cuzk_gpu_r1cs_t {
     gpu_ptr_t<uint64_t> a_density, b_density;
 };
 
+// Scalars most of which are 0 or 1, kept as bits: cuzk_sys::gpu::
+// PackedScalarsRef (cuzk-core's PackedScalars, whose to_scalars is the
+// reference for expand_packed). Bit i is bit i % 64 of word i / 64.
+struct cuzk_packed_t {
+    size_t len;                    // values
+    size_t wide_count;             // values neither 0 nor 1
+    const uint64_t* ones;          // len / 64 words (rounded up): value is 1
+    const uint64_t* wide;          // same words: value is neither 0 nor 1
+    const uint32_t* wide_before;   // per word: wide values in earlier words
+    const fr_t* values;            // Montgomery, the wide values in order
+};
+
+// The packed vector as one device buffer (so a staged witness is two
+// buffers): ones, wide, wide_before, then the values 32-byte aligned.
+struct packed_layout_t {
+    size_t words, wide_at, before_at, values_at, bytes;
+    explicit packed_layout_t(size_t len, size_t wide_count)
+    {
+        words = (len + 63) / 64;
+        wide_at = 8 * words;
+        before_at = 16 * words;
+        values_at = (20 * words + 31) / 32 * 32;
+        bytes = values_at + 32 * wide_count;
+    }
+    size_t elements() const { return bytes / sizeof(fr_t); }
+};
+
 // One partition's witness and what the region needs besides.
 struct cuzk_witness_partition_t {
     const fr_t* inputs;            // Montgomery, num_inputs (the one first)
-    const fr_t* aux;               // Montgomery, num_aux
+    cuzk_packed_t aux;             // num_aux values
     uint32_t lg_domain;
     fr_t z_inv;                    // 1 / (g^n - 1), Montgomery
     size_t a_offset;               // first aux point of the A section
@@ -95,6 +122,31 @@ __global__ void sparse_product(fr_t* out, const uint32_t* row_starts,
                 acc += v * coefficients[e.coefficient];
         }
         out[row] = acc;
+    }
+}
+
+// out[i] = value i of a packed vector laid out by packed_layout_t at
+// `packed` (one thread a value; the 64 threads of a word read its words).
+// `one` is Montgomery one from the host, as for classify_scalars.
+__global__ void expand_packed(fr_t* out, const uint8_t* packed, size_t len,
+                              size_t wide_at, size_t before_at, size_t values_at,
+                              fr_t one)
+{
+    const uint64_t* ones = (const uint64_t*)packed;
+    const uint64_t* wide = (const uint64_t*)(packed + wide_at);
+    const uint32_t* before = (const uint32_t*)(packed + before_at);
+    const fr_t* values = (const fr_t*)(packed + values_at);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < len;
+         i += (size_t)gridDim.x * blockDim.x) {
+        size_t word = i / 64;
+        uint64_t mask = (uint64_t)1 << (i % 64);
+        uint64_t w = wide[word];
+        if (w & mask)
+            out[i] = values[before[word] + __popcll(w & (mask - 1))];
+        else if (ones[word] & mask)
+            out[i] = one;
+        else
+            out[i].zero();
     }
 }
 
@@ -160,6 +212,33 @@ static const unsigned R1CS_THREADS = 256;
 
 static unsigned r1cs_blocks(const gpu_t& gpu)
 {   return gpu.sm_count() * 8;   }
+
+// The packed vector `p` into `dst`, a device buffer of
+// packed_layout_t(p.len, p.wide_count).elements() scalars.
+static void upload_packed(stager_t* stage, copy_team_t* team, fr_t* dst,
+                          const cuzk_packed_t& p, cudaStream_t s)
+{
+    packed_layout_t at(p.len, p.wide_count);
+    uint8_t* d = (uint8_t*)dst;
+    upload(stage, team, d, p.ones, 8 * at.words, s);
+    upload(stage, team, d + at.wide_at, p.wide, 8 * at.words, s);
+    upload(stage, team, d + at.before_at, p.wide_before, 4 * at.words, s);
+    upload(stage, team, d + at.values_at, p.values, sizeof(fr_t) * p.wide_count, s);
+}
+
+// out = the p.len values of the packed vector in device buffer `packed`
+// (as upload_packed left it), on gpu[0].
+static void expand_on_device(const gpu_t& gpu, fr_t* out, const fr_t* packed,
+                             const cuzk_packed_t& p)
+{
+    if (p.len == 0)
+        return;
+    packed_layout_t at(p.len, p.wide_count);
+    expand_packed<<<r1cs_blocks(gpu), R1CS_THREADS, 0, gpu[0]>>>(
+        out, (const uint8_t*)packed, p.len, at.wide_at, at.before_at, at.values_at,
+        fr_t::one());
+    CUDA_OK(cudaGetLastError());
+}
 
 // pos = exclusive prefix sum of flags; returns the number of set flags.
 static size_t exclusive_scan(const gpu_t& gpu, uint32_t* pos,

@@ -488,7 +488,7 @@ impl CudaBackend {
         let b_inputs = b_input_density.count_ones();
         let region_input = WitnessInput {
             inputs: &witness.inputs,
-            aux: &witness.aux,
+            aux: witness.aux.device_view(),
             lg_domain: domain.size().trailing_zeros(),
             z_inv,
             a_offset: r1cs.num_inputs(),
@@ -498,7 +498,7 @@ impl CudaBackend {
         timings.prepare = started.elapsed();
         let ahead = match (self.resident_srs(params), self.resident_r1cs(r1cs)) {
             (Some(srs), Some(gpu_r1cs)) => self.upload_ahead(
-                staged_witness_bytes(r1cs.num_inputs(), r1cs.num_aux()),
+                staged_witness_bytes(r1cs.num_inputs(), r1cs.num_aux(), witness.aux.wide_count()),
                 witness_working_set(r1cs.num_inputs(), r1cs.num_aux(), domain.size()),
                 input.priority,
                 || srs.stage_witness(&gpu_r1cs, &region_input),
@@ -810,7 +810,9 @@ fn partition_working_set(domain: usize) -> u64 {
 /// the classification of one MSM's scalars (the density-selected copy,
 /// flags and prefix sums, the other scalars and their indices: 84 bytes an
 /// aux variable at most) with the largest MSM's window (as
-/// [`ensure_resident`] counts it); plus sppark's temporaries.
+/// [`ensure_resident`] counts it); plus sppark's temporaries. The packed
+/// copy of the aux variables lives only while they are expanded, before
+/// any of these, and is at most 33 bytes an aux variable, so it is within.
 fn witness_working_set(inputs: usize, aux: usize, domain: usize) -> u64 {
     let witness = 32 * (inputs + aux) as u64;
     let abc = 3 * domain as u64 * 32;

@@ -34,6 +34,7 @@
 //! ([`CompiledR1cs::record_by_units`], in [`units`]).
 
 use crate::assignment::{DensityBitmap, ProvingAssignment};
+use crate::packed::PackedScalars;
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
@@ -111,7 +112,27 @@ type Entry = cuzk_sys::gpu::R1csEntry;
 /// Building and reading entries.
 trait EntryExt: Sized {
     fn new(variable: Index, coefficient: u32) -> Option<Self>;
-    fn value(self, inputs: &[Scalar], aux: &[Scalar]) -> Scalar;
+    fn value<V: AuxValues + ?Sized>(self, inputs: &[Scalar], aux: &V) -> Scalar;
+}
+
+/// Aux values as a row reads them: whole (the host's products) or packed
+/// (a sampled check of a witness as it is kept).
+trait AuxValues: Sync {
+    fn at(&self, index: usize) -> Scalar;
+}
+
+impl AuxValues for [Scalar] {
+    #[inline]
+    fn at(&self, index: usize) -> Scalar {
+        self[index]
+    }
+}
+
+impl AuxValues for PackedScalars {
+    #[inline]
+    fn at(&self, index: usize) -> Scalar {
+        self.get(index)
+    }
 }
 
 impl EntryExt for Entry {
@@ -130,12 +151,12 @@ impl EntryExt for Entry {
 
     /// The entry's value in the witness.
     #[inline]
-    fn value(self, inputs: &[Scalar], aux: &[Scalar]) -> Scalar {
+    fn value<V: AuxValues + ?Sized>(self, inputs: &[Scalar], aux: &V) -> Scalar {
         let index = (self.variable & !INPUT_BIT) as usize;
         if self.variable & INPUT_BIT != 0 {
             inputs[index]
         } else {
-            aux[index]
+            aux.at(index)
         }
     }
 }
@@ -308,14 +329,14 @@ impl UnitLayout {
 pub struct Witness {
     /// Public inputs; element 0 is the constant one.
     pub inputs: Vec<Scalar>,
-    /// Private (auxiliary) variables.
-    pub aux: Vec<Scalar>,
+    /// Private (auxiliary) variables, mostly bits, kept as bits.
+    pub aux: PackedScalars,
 }
 
 impl Witness {
     /// Heap bytes held (what a witness-only partition holds in flight).
     pub fn heap_bytes(&self) -> u64 {
-        ((self.inputs.capacity() + self.aux.capacity()) * std::mem::size_of::<Scalar>()) as u64
+        (self.inputs.capacity() * std::mem::size_of::<Scalar>()) as u64 + self.aux.heap_bytes()
     }
 }
 
@@ -412,7 +433,7 @@ impl CompiledR1cs {
         let mut cs = WitnessOnly {
             witness: Witness {
                 inputs: Vec::with_capacity(self.num_inputs),
-                aux: Vec::with_capacity(self.num_aux),
+                aux: PackedScalars::with_capacity(self.num_aux, 0),
             },
         };
         cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
@@ -464,7 +485,7 @@ impl CompiledR1cs {
         C: Circuit<Scalar>,
         F: Fn(usize) -> Result<C, R1csError> + Sync,
     {
-        let mut witness = Witness {
+        let mut witness = UnitValues {
             inputs: vec![Scalar::ZERO; self.num_inputs],
             aux: vec![Scalar::ZERO; self.num_aux],
         };
@@ -482,7 +503,7 @@ impl CompiledR1cs {
         }
         // The calling worker computes units too (its sequential slot's
         // core), beside the pool.
-        let prologues: Vec<Witness> = crate::cores::share_with_pool(targets, |(i, inputs, aux)| {
+        let prologues: Vec<UnitValues> = crate::cores::share_with_pool(targets, |(i, inputs, aux)| {
             let mut cs = UnitWitness::new(layout.prologue, inputs, aux);
             cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
             unit_circuit(i)?.synthesize(&mut cs)?;
@@ -496,7 +517,11 @@ impl CompiledR1cs {
         }
         prologue_inputs.copy_from_slice(&first.inputs);
         prologue_aux.copy_from_slice(&first.aux);
-        Ok(witness)
+        let aux = crate::cores::parallel(|| PackedScalars::from_scalars(&witness.aux));
+        Ok(Witness {
+            inputs: witness.inputs,
+            aux,
+        })
     }
 
     /// The proving assignment of `witness`: A, B and C evaluated at every
@@ -504,20 +529,22 @@ impl CompiledR1cs {
     /// density bitmaps. The witness must have the recorded circuit's shape.
     pub fn assign(&self, witness: Witness) -> Result<ProvingAssignment, R1csError> {
         self.check_shape(&witness)?;
-        let (inputs, aux) = (&witness.inputs, &witness.aux);
-        let product = |matrix: &SparseMatrix| self.product(matrix, inputs, aux);
-        let (a, (b, c)) = crate::cores::parallel(|| {
-            rayon::join(
+        let inputs = &witness.inputs;
+        let (aux, (a, (b, c))) = crate::cores::parallel(|| {
+            let aux = witness.aux.to_scalars();
+            let product = |matrix: &SparseMatrix| self.product(matrix, inputs, aux.as_slice());
+            let abc = rayon::join(
                 || product(&self.a),
                 || rayon::join(|| product(&self.b), || product(&self.c)),
-            )
+            );
+            (aux, abc)
         });
         Ok(ProvingAssignment {
             a,
             b,
             c,
             input_assignment: witness.inputs,
-            aux_assignment: witness.aux,
+            aux_assignment: aux,
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
@@ -526,7 +553,12 @@ impl CompiledR1cs {
 
     /// `matrix * (inputs, aux)`, reserved at the FFT domain size like
     /// [`crate::synthesize`]'s vectors, so the prover pads them in place.
-    fn product(&self, matrix: &SparseMatrix, inputs: &[Scalar], aux: &[Scalar]) -> Vec<Scalar> {
+    fn product<V: AuxValues + ?Sized>(
+        &self,
+        matrix: &SparseMatrix,
+        inputs: &[Scalar],
+        aux: &V,
+    ) -> Vec<Scalar> {
         let rows = matrix.rows();
         let mut out = Vec::with_capacity(rows.max(1).next_power_of_two());
         out.par_extend(
@@ -541,7 +573,7 @@ impl CompiledR1cs {
     /// One row's value. The sum starts from the first term rather than
     /// from zero: most rows have one or two terms (every row of B, in
     /// SHA-256 circuits), so that saves a field addition per row.
-    fn row_value(&self, row: &[Entry], inputs: &[Scalar], aux: &[Scalar]) -> Scalar {
+    fn row_value<V: AuxValues + ?Sized>(&self, row: &[Entry], inputs: &[Scalar], aux: &V) -> Scalar {
         let Some((&first, rest)) = row.split_first() else {
             return Scalar::ZERO;
         };
@@ -1063,13 +1095,20 @@ impl ConstraintSystem<Scalar> for WitnessOnly {
     }
 }
 
+/// Variable values in whole scalars, while units fill their slices.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct UnitValues {
+    inputs: Vec<Scalar>,
+    aux: Vec<Scalar>,
+}
+
 /// The `ConstraintSystem` of one unit of [`CompiledR1cs::witness_by_units`]:
 /// the prologue's values are kept apart (for the check that every unit
 /// computed the same), the unit's go straight into its slices of the
 /// whole witness.
 struct UnitWitness<'a> {
     prologue: (usize, usize),
-    kept: Witness,
+    kept: UnitValues,
     inputs: &'a mut [Scalar],
     aux: &'a mut [Scalar],
     /// Inputs and aux allocated so far (prologue included).
@@ -1082,7 +1121,7 @@ impl<'a> UnitWitness<'a> {
     fn new(prologue: (usize, usize), inputs: &'a mut [Scalar], aux: &'a mut [Scalar]) -> Self {
         Self {
             prologue,
-            kept: Witness::default(),
+            kept: UnitValues::default(),
             inputs,
             aux,
             counts: (0, 0),
@@ -1091,7 +1130,7 @@ impl<'a> UnitWitness<'a> {
     }
 
     /// The prologue's values, once the unit filled exactly its range.
-    fn finish(self, unit: usize) -> Result<Witness, R1csError> {
+    fn finish(self, unit: usize) -> Result<UnitValues, R1csError> {
         let expected = (
             self.prologue.0 + self.inputs.len(),
             self.prologue.1 + self.aux.len(),
@@ -1249,6 +1288,25 @@ mod tests {
         }
     }
 
+    /// `witness` with aux variable `index` increased by `by`.
+    fn with_aux_changed(witness: &Witness, index: usize, by: Scalar) -> Witness {
+        let mut aux = witness.aux.to_scalars();
+        aux[index] += by;
+        Witness {
+            inputs: witness.inputs.clone(),
+            aux: PackedScalars::from_scalars(&aux),
+        }
+    }
+
+    /// `witness` without its last aux variable.
+    fn without_last_aux(witness: Witness) -> Witness {
+        let aux = witness.aux.to_scalars();
+        Witness {
+            inputs: witness.inputs,
+            aux: PackedScalars::from_scalars(&aux[..aux.len() - 1]),
+        }
+    }
+
     #[test]
     fn a_changed_witness_value_breaks_some_constraint() {
         let r1cs = CompiledR1cs::record(circuit(5000, 2, 3)).unwrap();
@@ -1258,8 +1316,7 @@ mod tests {
         // boolean constraint x * (x - 1) = 0.
         let change = Scalar::from(5u64);
         for index in [0, 10, good.aux.len() / 2, good.aux.len() - 1] {
-            let mut bad = good.clone();
-            bad.aux[index] += change;
+            let bad = with_aux_changed(&good, index, change);
             let rows = unsatisfied(&r1cs.assign(bad).unwrap());
             assert!(!rows.is_empty(), "aux {index} changed, every row still holds");
         }
@@ -1277,9 +1334,8 @@ mod tests {
         let good = r1cs.witness(circuit(5000, 2, 3)).unwrap();
         let all = 0..r1cs.num_constraints();
         r1cs.check_rows(&good, all.clone()).unwrap();
-        let mut bad = good.clone();
         let index = good.aux.len() / 2;
-        bad.aux[index] += Scalar::from(5u64);
+        let bad = with_aux_changed(&good, index, Scalar::from(5u64));
         let expected = unsatisfied(&r1cs.assign(bad.clone()).unwrap());
         match r1cs.check_rows(&bad, all) {
             Err(R1csError::Unsatisfied { row }) => assert_eq!(Some(&row), expected.first()),
@@ -1288,7 +1344,7 @@ mod tests {
         // Rows the change does not touch pass.
         let untouched = (0..r1cs.num_constraints()).filter(|row| !expected.contains(row));
         r1cs.check_rows(&bad, untouched).unwrap();
-        bad.aux.pop();
+        let bad = without_last_aux(bad);
         assert!(matches!(
             r1cs.check_rows(&bad, []),
             Err(R1csError::ShapeMismatch { .. })
@@ -1298,8 +1354,7 @@ mod tests {
     #[test]
     fn a_witness_of_another_shape_is_refused() {
         let r1cs = CompiledR1cs::record(circuit(1000, 2, 1)).unwrap();
-        let mut witness = r1cs.witness(circuit(1000, 2, 1)).unwrap();
-        witness.aux.pop();
+        let witness = without_last_aux(r1cs.witness(circuit(1000, 2, 1)).unwrap());
         assert!(matches!(
             r1cs.assign(witness),
             Err(R1csError::ShapeMismatch { .. })

@@ -11,7 +11,7 @@ use std::time::Instant;
 /// Takes the partitions `lane` takes from the dispatcher (in priority
 /// order, memory granted) until it closes.
 pub(crate) fn worker(shared: &Shared, lane: Lane, name: &str) {
-    while let Some((item, permit)) = shared.dispatch.next(lane) {
+    while let Some((item, mut permit)) = shared.dispatch.next(lane) {
         let job = item.job;
         if job.is_final() {
             continue;
@@ -70,6 +70,15 @@ pub(crate) fn worker(shared: &Shared, lane: Lane, name: &str) {
             );
             fail(shared, &job, FailureReason::Budget, error);
             continue;
+        }
+        // A witness waiting for a device holds only this (kept as bits, a
+        // few percent of its estimate): the rest goes to the next
+        // partitions. An evaluated partition keeps its grant, which also
+        // covers the copies its MSMs make. (A witness the device declines
+        // is expanded on the host outside the budget, as its grant never
+        // covered a, b and c.)
+        if matches!(data, PartitionData::Witness(_)) {
+            permit.shrink_to(held);
         }
         if job.is_final() {
             continue;

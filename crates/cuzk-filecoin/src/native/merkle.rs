@@ -357,7 +357,7 @@ mod tests {
                 cs.aux.len() - before,
                 "seed {seed}: allocation counts differ"
             );
-            if let Some(i) = (0..w.aux.len()).find(|&i| w.aux[i] != cs.aux[before + i]) {
+            if let Some(i) = (0..w.aux.len()).find(|&i| w.aux.get(i) != cs.aux[before + i]) {
                 panic!("seed {seed}: allocation {i} of {} differs", w.aux.len());
             }
         }

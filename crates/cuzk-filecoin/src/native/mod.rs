@@ -21,52 +21,34 @@ pub mod snap;
 
 pub use bits::{Aux, Bit, Word};
 
-use cuzk_core::Scalar;
+use cuzk_core::{PackedScalars, Scalar};
 use ff::Field;
 
 /// A circuit's variables as it allocates them: the public inputs (the
-/// constant one first) and the aux variables, kept in `aux` or, for a unit
-/// of a partition laid out by [`lay_out`], written straight into the unit's
-/// stretch of the partition's aux vector.
+/// constant one first) and the aux variables, the bits among them kept
+/// as bits.
 #[derive(Debug)]
-pub struct Assignment<'a> {
+pub struct Assignment {
     /// Public inputs.
     pub inputs: Vec<Scalar>,
-    /// Aux variables (empty while they go into a stretch).
-    pub aux: Vec<Scalar>,
-    /// Where the aux variables go instead of `aux`, and how many are in.
-    stretch: Option<(&'a mut [Scalar], usize)>,
+    /// Aux variables.
+    pub aux: PackedScalars,
 }
 
-impl Default for Assignment<'_> {
+impl Default for Assignment {
     fn default() -> Self {
         Self::with_capacity(0)
     }
 }
 
-impl<'a> Assignment<'a> {
+impl Assignment {
     /// An assignment holding only the constant one, with room for `aux`
     /// aux variables.
     pub fn with_capacity(aux: usize) -> Self {
         Self {
             inputs: vec![Scalar::ONE],
-            aux: Vec::with_capacity(aux),
-            stretch: None,
+            aux: PackedScalars::with_capacity(aux, 0),
         }
-    }
-
-    /// An assignment whose aux variables fill `stretch` (one that writes
-    /// more panics; [`filled`](Self::filled) says whether it wrote fewer).
-    fn into_stretch(stretch: &'a mut [Scalar]) -> Self {
-        Self {
-            stretch: Some((stretch, 0)),
-            ..Self::default()
-        }
-    }
-
-    /// Whether every variable of the stretch was written.
-    fn filled(&self) -> bool {
-        self.stretch.as_ref().is_none_or(|(out, at)| *at == out.len())
     }
 
     /// One public input.
@@ -75,36 +57,28 @@ impl<'a> Assignment<'a> {
     }
 }
 
-impl Aux for Assignment<'_> {
+impl Aux for Assignment {
     fn bit(&mut self, value: bool) {
-        self.element(if value { Scalar::ONE } else { Scalar::ZERO });
+        self.aux.push_bit(value);
     }
     fn element(&mut self, value: Scalar) {
-        match &mut self.stretch {
-            Some((out, at)) => {
-                out[*at] = value;
-                *at += 1;
-            }
-            None => self.aux.push(value),
-        }
+        self.aux.push(value);
     }
 }
 
 /// A partition's variables: `prologue`'s, then each of `units` written by
-/// `write` on the pool, straight into its own stretch of the one aux vector
-/// (no vector a unit, grown and then copied). Unit 0 is written first, to
-/// learn a unit's length; every unit of a circuit has the same shape, and
-/// one that writes more or fewer is an error (the caller falls back to the
-/// gadgets). Inputs follow the prologue's in the units' order.
+/// `write` on the pool, each into a packed vector of its own (a few MB
+/// where whole scalars took a fortieth of the partition each), joined in
+/// order. Every unit of a circuit has the same shape: one that writes more
+/// or fewer aux variables than unit 0 is an error (the caller falls back
+/// to the gadgets). Inputs follow the prologue's in the units' order.
 pub fn lay_out<T: Sync>(
-    prologue: Assignment<'_>,
+    prologue: Assignment,
     units: &[T],
-    write: impl Fn(&mut Assignment<'_>, &T) + Sync,
+    write: impl Fn(&mut Assignment, &T) + Sync,
 ) -> Result<cuzk_core::Witness, String> {
     use rayon::prelude::*;
-    let Assignment {
-        mut inputs, mut aux, ..
-    } = prologue;
+    let Assignment { mut inputs, mut aux } = prologue;
     let Some((first, rest)) = units.split_first() else {
         return Ok(cuzk_core::Witness { inputs, aux });
     };
@@ -114,30 +88,29 @@ pub fn lay_out<T: Sync>(
     if length == 0 {
         return Err("a unit without aux variables".to_string());
     }
-    let start = aux.len() + length;
-    aux.reserve_exact(length * units.len());
-    aux.extend_from_slice(&unit.aux);
-    inputs.extend_from_slice(&unit.inputs[1..]);
-    drop(unit);
-    let unit_inputs: Vec<Result<Vec<Scalar>, String>> = cuzk_core::cores::parallel(|| {
-        // Filled on the pool: the pages are touched (and zeroed) in
-        // parallel, then each unit overwrites its stretch.
-        aux.par_extend(rayon::iter::repeat_n(Scalar::ZERO, length * rest.len()));
-        aux[start..]
-            .par_chunks_mut(length)
-            .zip(rest.par_iter())
-            .map(|(stretch, item)| {
-                let mut unit = Assignment::into_stretch(stretch);
+    let capacity = (length, unit.aux.wide_count());
+    let rest: Vec<Assignment> = cuzk_core::cores::parallel(|| {
+        rest.par_iter()
+            .map(|item| {
+                let mut unit = Assignment {
+                    inputs: vec![Scalar::ONE],
+                    aux: PackedScalars::with_capacity(capacity.0, capacity.1),
+                };
                 write(&mut unit, item);
-                match unit.filled() {
-                    true => Ok(unit.inputs),
-                    false => Err("a unit wrote fewer variables than the first".to_string()),
-                }
+                unit
             })
             .collect()
     });
-    for unit in unit_inputs {
-        inputs.extend_from_slice(&unit?[1..]);
+    if rest.iter().any(|other| other.aux.len() != length) {
+        return Err("a unit wrote another number of variables than the first".to_string());
+    }
+    let wide: usize = rest.iter().map(|u| u.aux.wide_count()).sum::<usize>() + unit.aux.wide_count();
+    let mut all = PackedScalars::with_capacity(aux.len() + length * units.len(), aux.wide_count() + wide);
+    all.append(&aux);
+    aux = all;
+    for unit in std::iter::once(&unit).chain(&rest) {
+        aux.append(&unit.aux);
+        inputs.extend_from_slice(&unit.inputs[1..]);
     }
     Ok(cuzk_core::Witness { inputs, aux })
 }

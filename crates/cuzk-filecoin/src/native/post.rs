@@ -125,7 +125,7 @@ mod tests {
         let shape = std::any::type_name::<Tree>();
         assert_eq!(w.inputs, cs.inputs, "{shape}: inputs differ");
         assert_eq!(w.aux.len(), cs.aux.len(), "{shape}: allocation counts differ");
-        if let Some(i) = (0..w.aux.len()).find(|&i| w.aux[i] != cs.aux[i]) {
+        if let Some(i) = (0..w.aux.len()).find(|&i| w.aux.get(i) != cs.aux[i]) {
             panic!("{shape}, seed {seed}: allocation {i} of {} differs", w.aux.len());
         }
     }

@@ -179,12 +179,36 @@ struct R1csCreateC {
 #[repr(C)]
 struct WitnessPartitionC {
     inputs: *const Scalar,
-    aux: *const Scalar,
+    aux: PackedC,
     lg_domain: u32,
     z_inv: Scalar,
     a_offset: usize,
     b_offset: usize,
     tuning: TuningC,
+}
+
+/// cuzk_packed_t.
+#[repr(C)]
+struct PackedC {
+    len: usize,
+    wide_count: usize,
+    ones: *const u64,
+    wide: *const u64,
+    wide_before: *const u32,
+    values: *const Scalar,
+}
+
+impl PackedC {
+    fn new(packed: &super::PackedScalarsRef<'_>) -> Self {
+        Self {
+            len: packed.len,
+            wide_count: packed.values.len(),
+            ones: packed.ones.as_ptr(),
+            wide: packed.wide.as_ptr(),
+            wide_before: packed.wide_before.as_ptr(),
+            values: packed.values.as_ptr(),
+        }
+    }
 }
 
 /// cuzk_small_others_t.
@@ -245,7 +269,7 @@ extern "C" {
     fn cuzk_gpu_r1cs_evaluate(
         r1cs: *const c_void,
         inputs: *const Scalar,
-        aux: *const Scalar,
+        aux: *const PackedC,
         a: *mut Scalar,
         b: *mut Scalar,
         c: *mut Scalar,
@@ -507,18 +531,20 @@ impl R1cs {
     pub(super) fn evaluate(
         &self,
         inputs: &[Scalar],
-        aux: &[Scalar],
+        aux: super::PackedScalarsRef<'_>,
         rows: usize,
     ) -> Result<[Vec<Scalar>; 3], GpuError> {
         let mut out: [Vec<Scalar>; 3] = std::array::from_fn(|_| vec![Scalar::from(0u64); rows]);
         let [a, b, c] = &mut out;
-        // SAFETY: the witness has the R1CS's shape (checked by the caller);
-        // each output holds `rows` scalars, what the device writes.
+        let aux = PackedC::new(&aux);
+        // SAFETY: the witness has the R1CS's shape and its packed parts
+        // their lengths (checked by the caller); each output holds `rows`
+        // scalars, what the device writes.
         check(unsafe {
             cuzk_gpu_r1cs_evaluate(
                 self.handle,
                 inputs.as_ptr(),
-                aux.as_ptr(),
+                &aux,
                 a.as_mut_ptr(),
                 b.as_mut_ptr(),
                 c.as_mut_ptr(),
@@ -648,7 +674,7 @@ fn partition_c(input: &PartitionInput<'_>) -> PartitionC {
 fn witness_partition_c(input: &WitnessInput<'_>) -> WitnessPartitionC {
     WitnessPartitionC {
         inputs: input.inputs.as_ptr(),
-        aux: input.aux.as_ptr(),
+        aux: PackedC::new(&input.aux),
         lg_domain: input.lg_domain,
         z_inv: input.z_inv,
         a_offset: input.a_offset,

@@ -428,8 +428,9 @@ fn check_abc(input: &PartitionInput<'_>, h_points: usize) -> Result<(), GpuError
 enum StagedShape {
     /// a, b and c, each over the domain 2^lg_domain.
     Abc { lg_domain: u32 },
-    /// A witness of this many inputs and aux variables.
-    Witness { inputs: usize, aux: usize },
+    /// A witness of this many inputs and aux variables, `wide` of these
+    /// neither 0 nor 1.
+    Witness { inputs: usize, aux: usize, wide: usize },
 }
 
 /// A partition's vectors copied to the device ahead of its CUDA region
@@ -448,7 +449,7 @@ impl Staged {
     pub fn bytes(&self) -> u64 {
         match self.shape {
             StagedShape::Abc { lg_domain } => staged_abc_bytes(lg_domain),
-            StagedShape::Witness { inputs, aux } => staged_witness_bytes(inputs, aux),
+            StagedShape::Witness { inputs, aux, wide } => staged_witness_bytes(inputs, aux, wide),
         }
     }
 
@@ -473,9 +474,10 @@ pub fn staged_abc_bytes(lg_domain: u32) -> u64 {
     3 * 32 * (1u64 << lg_domain.min(40))
 }
 
-/// Device bytes of a staged witness.
-pub fn staged_witness_bytes(inputs: usize, aux: usize) -> u64 {
-    32 * (inputs as u64 + aux as u64)
+/// Device bytes of a staged witness: its inputs, and its aux variables
+/// packed, `wide` of them neither 0 nor 1.
+pub fn staged_witness_bytes(inputs: usize, aux: usize, wide: usize) -> u64 {
+    32 * inputs as u64 + packed_bytes(aux, wide)
 }
 
 /// Makes `device` look like a card of `cap_bytes` for the rest of the
@@ -815,17 +817,24 @@ impl GpuR1cs {
 
     /// a, b, c of a witness, computed on the device and copied back (the
     /// check of the device's sparse products against the host's).
-    pub fn evaluate(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<[Vec<Scalar>; 3], GpuError> {
+    /// The aux variables go packed and are expanded on the device, as in
+    /// a region.
+    pub fn evaluate(
+        &self,
+        inputs: &[Scalar],
+        aux: PackedScalarsRef<'_>,
+    ) -> Result<[Vec<Scalar>; 3], GpuError> {
         self.check_witness(inputs, aux)?;
         self.r1cs.evaluate(inputs, aux, self.rows)
     }
 
-    fn check_witness(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<(), GpuError> {
-        if inputs.len() != self.num_inputs || aux.len() != self.num_aux {
+    fn check_witness(&self, inputs: &[Scalar], aux: PackedScalarsRef<'_>) -> Result<(), GpuError> {
+        aux.check()?;
+        if inputs.len() != self.num_inputs || aux.len != self.num_aux {
             return Err(GpuError::Invalid(format!(
                 "witness of {} inputs and {} aux, the R1CS has {} and {}",
                 inputs.len(),
-                aux.len(),
+                aux.len,
                 self.num_inputs,
                 self.num_aux
             )));
@@ -834,13 +843,54 @@ impl GpuR1cs {
     }
 }
 
+/// Scalars most of which are 0 or 1, kept as bits (cuzk-core's
+/// `PackedScalars`, which says what each part holds): how a witness's aux
+/// variables cross PCIe before the device expands them.
+#[derive(Debug, Clone, Copy)]
+pub struct PackedScalarsRef<'a> {
+    /// Number of values.
+    pub len: usize,
+    /// Bit i: value i is 1.
+    pub ones: &'a [u64],
+    /// Bit i: value i is neither 0 nor 1.
+    pub wide: &'a [u64],
+    /// Per word: the wide values in the words before it.
+    pub wide_before: &'a [u32],
+    /// The wide values in order, Montgomery.
+    pub values: &'a [Scalar],
+}
+
+impl PackedScalarsRef<'_> {
+    /// Whether the parts have the lengths `len` needs (the device trusts them).
+    fn check(&self) -> Result<(), GpuError> {
+        let words = self.len.div_ceil(64);
+        if self.ones.len() != words || self.wide.len() != words || self.wide_before.len() != words {
+            return Err(GpuError::Invalid(format!(
+                "packed scalars of {} values with {}, {} and {} words",
+                self.len,
+                self.ones.len(),
+                self.wide.len(),
+                self.wide_before.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Device bytes of `len` packed values, `wide` of them wide (the layout of
+/// `packed_layout_t` in r1cs.cuh).
+pub fn packed_bytes(len: usize, wide: usize) -> u64 {
+    let words = len.div_ceil(64) as u64;
+    (20 * words).div_ceil(32) * 32 + 32 * wide as u64
+}
+
 /// One partition for the witness path.
 #[derive(Debug, Clone, Copy)]
 pub struct WitnessInput<'a> {
     /// Inputs (the constant one first), Montgomery.
     pub inputs: &'a [Scalar],
-    /// Aux variables, Montgomery.
-    pub aux: &'a [Scalar],
+    /// Aux variables, packed.
+    pub aux: PackedScalarsRef<'a>,
     /// log2 of the FFT domain.
     pub lg_domain: u32,
     /// 1 / (g^n - 1).
@@ -891,7 +941,8 @@ impl GpuSrs {
     ) -> Result<WitnessOutput, GpuError> {
         let expected = StagedShape::Witness {
             inputs: input.inputs.len(),
-            aux: input.aux.len(),
+            aux: input.aux.len,
+            wide: input.aux.values.len(),
         };
         staged.check(self.device, expected)?;
         self.prove_witness_with(r1cs, input, Some(staged))
@@ -948,7 +999,8 @@ impl GpuSrs {
             device: self.device,
             shape: StagedShape::Witness {
                 inputs: input.inputs.len(),
-                aux: input.aux.len(),
+                aux: input.aux.len,
+                wide: input.aux.values.len(),
             },
         })
     }

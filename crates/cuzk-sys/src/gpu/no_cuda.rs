@@ -94,7 +94,7 @@ impl R1cs {
     pub(super) fn evaluate(
         &self,
         _inputs: &[Scalar],
-        _aux: &[Scalar],
+        _aux: super::PackedScalarsRef<'_>,
         _rows: usize,
     ) -> Result<[Vec<Scalar>; 3], GpuError> {
         match *self {}

@@ -1,0 +1,329 @@
+//! A vector of scalars most of which are 0 or 1, kept as bits (issue 35.4).
+//!
+//! Almost every aux variable of a Filecoin partition is a bit (SHA-256's
+//! and the decompositions'; WITNESS.md counts them), so a witness held as
+//! 32-byte scalars is mostly zero bytes: host memory, staging and the
+//! upload all pay for them. Here a value is one bit unless it is neither
+//! 0 nor 1 ("wide"), and only wide values are kept whole:
+//!
+//! - `ones`: bit `i` set when value `i` is 1;
+//! - `wide`: bit `i` set when value `i` is neither 0 nor 1 (its `ones`
+//!   bit is then clear);
+//! - `wide_before[w]`: how many wide values come before word `w`;
+//! - `values`: the wide values, in order.
+//!
+//! Bit `i` is bit `i % 64` of word `i / 64`. The device expands the same
+//! layout (cuzk-sys's `PackedScalarsRef`, the `expand_packed` kernel);
+//! [`PackedScalars::to_scalars`] is its reference. The form is canonical
+//! (a 0 or 1 is never wide, bits past the end are clear), so two vectors
+//! are equal exactly when their values are.
+
+use crate::Scalar;
+use ff::Field;
+use rayon::prelude::*;
+
+/// Values packed in parallel this many at a time (a multiple of 64, so
+/// the pieces join without shifting).
+const PACK_CHUNK: usize = 1 << 16;
+
+/// Scalars, the 0s and 1s among them as bits. See the module docs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PackedScalars {
+    len: usize,
+    ones: Vec<u64>,
+    wide: Vec<u64>,
+    wide_before: Vec<u32>,
+    values: Vec<Scalar>,
+}
+
+impl PackedScalars {
+    /// An empty vector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty vector with room for `len` values, `wide` of them wide.
+    pub fn with_capacity(len: usize, wide: usize) -> Self {
+        let words = len.div_ceil(64);
+        Self {
+            len: 0,
+            ones: Vec::with_capacity(words),
+            wide: Vec::with_capacity(words),
+            wide_before: Vec::with_capacity(words),
+            values: Vec::with_capacity(wide),
+        }
+    }
+
+    /// Packs `values` (in parallel).
+    pub fn from_scalars(values: &[Scalar]) -> Self {
+        let pieces: Vec<PackedScalars> = values
+            .par_chunks(PACK_CHUNK)
+            .map(|chunk| {
+                let mut piece = PackedScalars::with_capacity(chunk.len(), 0);
+                chunk.iter().for_each(|&value| piece.push(value));
+                piece
+            })
+            .collect();
+        let wide = pieces.iter().map(|p| p.values.len()).sum();
+        let mut packed = PackedScalars::with_capacity(values.len(), wide);
+        pieces.iter().for_each(|piece| packed.append(piece));
+        packed
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of values that are neither 0 nor 1.
+    pub fn wide_count(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Heap bytes held (capacities).
+    pub fn heap_bytes(&self) -> u64 {
+        let words = (self.ones.capacity() + self.wide.capacity()) * 8 + self.wide_before.capacity() * 4;
+        (words + self.values.capacity() * std::mem::size_of::<Scalar>()) as u64
+    }
+
+    /// Starts a new word when the next value begins one; returns the
+    /// index of the word value `len` goes in and its bit.
+    #[inline]
+    fn slot(&mut self) -> (usize, u32) {
+        let bit = (self.len % 64) as u32;
+        if bit == 0 {
+            self.ones.push(0);
+            self.wide.push(0);
+            self.wide_before.push(self.wide_index());
+        }
+        (self.ones.len() - 1, bit)
+    }
+
+    /// The next wide value's index, as the device's 32-bit count.
+    fn wide_index(&self) -> u32 {
+        u32::try_from(self.values.len()).expect("more than 2^32 wide values in one vector")
+    }
+
+    /// Appends a 0 (`false`) or a 1 (`true`).
+    #[inline]
+    pub fn push_bit(&mut self, one: bool) {
+        let (word, bit) = self.slot();
+        self.ones[word] |= u64::from(one) << bit;
+        self.len += 1;
+    }
+
+    /// Appends a value (a bit when it is 0 or 1).
+    #[inline]
+    pub fn push(&mut self, value: Scalar) {
+        if value == Scalar::ZERO {
+            self.push_bit(false);
+        } else if value == Scalar::ONE {
+            self.push_bit(true);
+        } else {
+            let (word, bit) = self.slot();
+            self.wide[word] |= 1 << bit;
+            self.values.push(value);
+            self.len += 1;
+        }
+    }
+
+    /// Appends every value of `other`, a word at a time.
+    pub fn append(&mut self, other: &PackedScalars) {
+        if other.is_empty() {
+            return;
+        }
+        let shift = (self.len % 64) as u32;
+        let first_new = self.ones.len();
+        if shift == 0 {
+            self.ones.extend_from_slice(&other.ones);
+            self.wide.extend_from_slice(&other.wide);
+        } else {
+            let words = (self.len + other.len).div_ceil(64);
+            for (&ones, &wide) in other.ones.iter().zip(&other.wide) {
+                let last = self.ones.len() - 1;
+                self.ones[last] |= ones << shift;
+                self.wide[last] |= wide << shift;
+                if self.ones.len() < words {
+                    self.ones.push(ones >> (64 - shift));
+                    self.wide.push(wide >> (64 - shift));
+                }
+            }
+        }
+        // Counts for the words this append started (the last old word's
+        // count does not change: it counts what comes before it).
+        let mut before = match first_new {
+            0 => 0,
+            w => self.wide_before[w - 1] + self.wide[w - 1].count_ones(),
+        };
+        for w in first_new..self.wide.len() {
+            self.wide_before.push(before);
+            before += self.wide[w].count_ones();
+        }
+        self.values.extend_from_slice(&other.values);
+        self.len += other.len;
+        self.wide_index();
+    }
+
+    /// Value `index` (below [`len`](Self::len)).
+    #[inline]
+    pub fn get(&self, index: usize) -> Scalar {
+        assert!(index < self.len, "index {index} of {} packed values", self.len);
+        let (word, mask) = (index / 64, 1u64 << (index % 64));
+        if self.wide[word] & mask != 0 {
+            let rank = (self.wide[word] & (mask - 1)).count_ones();
+            self.values[(self.wide_before[word] + rank) as usize]
+        } else if self.ones[word] & mask != 0 {
+            Scalar::ONE
+        } else {
+            Scalar::ZERO
+        }
+    }
+
+    /// Every value as a scalar (in parallel, a word's 64 values a task):
+    /// the host's expansion, and the reference for the device's.
+    pub fn to_scalars(&self) -> Vec<Scalar> {
+        let mut out = Vec::with_capacity(self.len);
+        out.par_extend((0..self.ones.len()).into_par_iter().flat_map_iter(|word| {
+            let count = (self.len - word * 64).min(64);
+            let mut next = self.wide_before[word] as usize;
+            (0..count).map(move |bit| {
+                let mask = 1u64 << bit;
+                if self.wide[word] & mask != 0 {
+                    next += 1;
+                    self.values[next - 1]
+                } else if self.ones[word] & mask != 0 {
+                    Scalar::ONE
+                } else {
+                    Scalar::ZERO
+                }
+            })
+        }));
+        out
+    }
+
+    /// The values in order.
+    pub fn iter(&self) -> impl Iterator<Item = Scalar> + '_ {
+        (0..self.len).map(|i| self.get(i))
+    }
+
+    /// The layout as the device takes it.
+    pub fn device_view(&self) -> cuzk_sys::gpu::PackedScalarsRef<'_> {
+        cuzk_sys::gpu::PackedScalarsRef {
+            len: self.len,
+            ones: &self.ones,
+            wide: &self.wide,
+            wide_before: &self.wide_before,
+            values: &self.values,
+        }
+    }
+}
+
+impl From<&[Scalar]> for PackedScalars {
+    fn from(values: &[Scalar]) -> Self {
+        Self::from_scalars(values)
+    }
+}
+
+impl FromIterator<Scalar> for PackedScalars {
+    fn from_iter<I: IntoIterator<Item = Scalar>>(values: I) -> Self {
+        let mut packed = PackedScalars::new();
+        values.into_iter().for_each(|value| packed.push(value));
+        packed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// Mostly bits, some wide values, in runs as a circuit allocates them.
+    fn values(len: usize, seed: u64) -> Vec<Scalar> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        (0..len)
+            .map(|_| match rng.gen_range(0..10) {
+                0..=3 => Scalar::ZERO,
+                4..=7 => Scalar::ONE,
+                8 => Scalar::from(rng.gen_range(2u64..5)),
+                _ => Scalar::random(&mut rng),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn packed_scalars_round_trip_at_awkward_lengths() {
+        for len in [
+            0,
+            1,
+            2,
+            63,
+            64,
+            65,
+            127,
+            128,
+            129,
+            1000,
+            PACK_CHUNK - 1,
+            PACK_CHUNK + 65,
+        ] {
+            let plain = values(len, len as u64);
+            let packed = PackedScalars::from_scalars(&plain);
+            assert_eq!(packed.len(), len);
+            assert_eq!(packed.to_scalars(), plain, "len {len}");
+            assert!(packed.iter().eq(plain.iter().copied()), "len {len}");
+            let wide = plain
+                .iter()
+                .filter(|v| **v != Scalar::ZERO && **v != Scalar::ONE)
+                .count();
+            assert_eq!(packed.wide_count(), wide);
+            // One at a time gives the same (canonical) form as in parallel.
+            assert_eq!(plain.iter().copied().collect::<PackedScalars>(), packed);
+        }
+    }
+
+    #[test]
+    fn packed_scalars_append_at_every_offset_equals_packing_the_whole() {
+        let plain = values(700, 7);
+        for split in [0, 1, 5, 63, 64, 65, 100, 128, 333, 699, 700] {
+            let mut joined = PackedScalars::from_scalars(&plain[..split]);
+            let rest = &plain[split..];
+            // Appended in uneven pieces, each at a different bit offset.
+            for piece in rest.chunks(77) {
+                joined.append(&PackedScalars::from_scalars(piece));
+            }
+            assert_eq!(joined, PackedScalars::from_scalars(&plain), "split {split}");
+            assert_eq!(joined.to_scalars(), plain, "split {split}");
+        }
+    }
+
+    #[test]
+    fn a_packed_bit_vector_is_a_small_fraction_of_its_scalars() {
+        let bits: Vec<Scalar> = (0..1 << 16)
+            .map(|i| Scalar::from((i * 7 % 3 == 0) as u64))
+            .collect();
+        let packed = PackedScalars::from_scalars(&bits);
+        assert_eq!(packed.wide_count(), 0);
+        // 2 bits and 4 bytes a word of 64: 20 bytes where scalars take 2,048.
+        assert!(
+            packed.heap_bytes() <= (bits.len() / 64 * 20) as u64,
+            "{}",
+            packed.heap_bytes()
+        );
+        assert_eq!(packed.to_scalars(), bits);
+    }
+
+    #[test]
+    #[should_panic(expected = "index 3 of 3")]
+    fn reading_past_the_end_of_packed_scalars_panics() {
+        let packed: PackedScalars = [Scalar::ONE, Scalar::ZERO, Scalar::from(9u64)]
+            .into_iter()
+            .collect();
+        let _ = packed.get(3);
+    }
+}
