@@ -199,6 +199,14 @@ pub fn ensure(kind: ProofKind, registered_proof: u64, seed: u64) -> Result<Param
     let (params, vk) = files(kind, registered_proof)?;
     let started = Instant::now();
     if !(params.exists() && vk.exists()) {
+        // storage-proofs writes the parameters in place, then the key: a
+        // parameter file without its key is what an interrupted generation
+        // left, and storage-proofs would read it back as it is.
+        if params.exists() {
+            tracing::warn!(path = %params.display(), "parameters without their verifying key: generated again");
+            std::fs::remove_file(&params)
+                .map_err(|e| FilecoinError::Parameters(format!("{}: {e}", params.display())))?;
+        }
         let (target, sector_size, id) = target(kind, registered_proof)?;
         tracing::info!(circuit = %id, path = %params.display(), "generating Filecoin parameters");
         crate::dispatch_shape(sector_size, Generate { target, seed })?;
