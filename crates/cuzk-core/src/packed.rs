@@ -137,6 +137,11 @@ impl PackedScalars {
         if other.is_empty() {
             return;
         }
+        // The device counts wide values in 32 bits.
+        assert!(
+            u32::try_from(self.values.len() + other.values.len()).is_ok(),
+            "more than 2^32 wide values in one vector"
+        );
         let shift = (self.len % 64) as u32;
         let first_new = self.ones.len();
         if shift == 0 {
@@ -166,7 +171,6 @@ impl PackedScalars {
         }
         self.values.extend_from_slice(&other.values);
         self.len += other.len;
-        self.wide_index();
     }
 
     /// Value `index` (below [`len`](Self::len)).
@@ -220,12 +224,6 @@ impl PackedScalars {
             wide_before: &self.wide_before,
             values: &self.values,
         }
-    }
-}
-
-impl From<&[Scalar]> for PackedScalars {
-    fn from(values: &[Scalar]) -> Self {
-        Self::from_scalars(values)
     }
 }
 
