@@ -64,10 +64,18 @@ impl PackedScalars {
                 piece
             })
             .collect();
-        let wide = pieces.iter().map(|p| p.values.len()).sum();
-        let mut packed = PackedScalars::with_capacity(values.len(), wide);
-        pieces.iter().for_each(|piece| packed.append(piece));
-        packed
+        Self::concat(&pieces)
+    }
+
+    /// `parts` joined in order, allocated once.
+    pub fn concat<'a>(parts: impl IntoIterator<Item = &'a PackedScalars> + Clone) -> Self {
+        let (len, wide) = parts
+            .clone()
+            .into_iter()
+            .fold((0, 0), |(len, wide), p| (len + p.len, wide + p.values.len()));
+        let mut joined = PackedScalars::with_capacity(len, wide);
+        parts.into_iter().for_each(|part| joined.append(part));
+        joined
     }
 
     /// Number of values.

@@ -254,11 +254,9 @@ impl ShapedCircuit {
                         .collect()
                 })
                 .collect();
-            let mut aux = PackedScalars::with_capacity(len, 0);
-            pieces.iter().for_each(|piece| aux.append(piece));
             Witness {
                 inputs: self.inputs_of(value_seed),
-                aux,
+                aux: PackedScalars::concat(&pieces),
             }
         })
     }

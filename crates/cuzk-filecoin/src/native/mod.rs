@@ -67,8 +67,7 @@ impl Aux for Assignment {
 }
 
 /// A partition's variables: `prologue`'s, then each of `units` written by
-/// `write` on the pool, each into a packed vector of its own (a few MB
-/// where whole scalars took a fortieth of the partition each), joined in
+/// `write` on the pool, each into a packed vector of its own, joined in
 /// order. Every unit of a circuit has the same shape: one that writes more
 /// or fewer aux variables than unit 0 is an error (the caller falls back
 /// to the gadgets). Inputs follow the prologue's in the units' order.
@@ -78,7 +77,7 @@ pub fn lay_out<T: Sync>(
     write: impl Fn(&mut Assignment, &T) + Sync,
 ) -> Result<cuzk_core::Witness, String> {
     use rayon::prelude::*;
-    let Assignment { mut inputs, mut aux } = prologue;
+    let Assignment { mut inputs, aux } = prologue;
     let Some((first, rest)) = units.split_first() else {
         return Ok(cuzk_core::Witness { inputs, aux });
     };
@@ -104,12 +103,9 @@ pub fn lay_out<T: Sync>(
     if rest.iter().any(|other| other.aux.len() != length) {
         return Err("a unit wrote another number of variables than the first".to_string());
     }
-    let wide: usize = rest.iter().map(|u| u.aux.wide_count()).sum::<usize>() + unit.aux.wide_count();
-    let mut all = PackedScalars::with_capacity(aux.len() + length * units.len(), aux.wide_count() + wide);
-    all.append(&aux);
-    aux = all;
-    for unit in std::iter::once(&unit).chain(&rest) {
-        aux.append(&unit.aux);
+    let written = || std::iter::once(&unit).chain(&rest);
+    let aux = PackedScalars::concat(std::iter::once(&aux).chain(written().map(|u| &u.aux)));
+    for unit in written() {
         inputs.extend_from_slice(&unit.inputs[1..]);
     }
     Ok(cuzk_core::Witness { inputs, aux })
