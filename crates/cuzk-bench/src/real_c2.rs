@@ -341,6 +341,12 @@ fn run_pass(
     };
     let engine = Engine::start(config, backends, vec![Arc::new(source)])?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // Counted from before the first submission: the engine starts on a
+    // job's partitions as soon as it is submitted.
+    let (natives, fallbacks) = (
+        cuzk_filecoin::plans::native_witnesses(),
+        cuzk_filecoin::plans::native_fallbacks(),
+    );
     let started = Instant::now();
     let jobs: Vec<String> = (0..pass.count)
         .map(|k| {
@@ -349,7 +355,6 @@ fn run_pass(
             engine.submit(request).map(|outcome| outcome.job_id)
         })
         .collect::<Result<_, _>>()?;
-    let natives = cuzk_filecoin::plans::native_witnesses();
     let mut finished = Vec::new();
     for job in &jobs {
         let result = runtime.block_on(engine.wait(job, Some(Duration::from_secs(3600))))?;
@@ -360,6 +365,7 @@ fn run_pass(
     }
     let wall = started.elapsed();
     let natives = cuzk_filecoin::plans::native_witnesses() - natives;
+    let fallbacks = cuzk_filecoin::plans::native_fallbacks() - fallbacks;
     let busy = gpu_busy_seconds(&engine.metrics_text());
     let synthesis: f64 = finished.iter().map(|(_, r)| r.synthesis.as_secs_f64()).sum();
     let status = engine.status();
@@ -372,6 +378,7 @@ fn run_pass(
             "witness_only": witness_path,
             "witness_generator": generator(natives, (pass.count * setup.partitions) as u64),
             "witness_generator_alone": witness.generator,
+            "native_fallbacks": fallbacks,
             "witness_core_seconds_per_partition": witness.core_seconds,
             "witness_wall_s_per_partition": witness.wall_s,
             "count": pass.count,

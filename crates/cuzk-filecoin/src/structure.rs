@@ -139,12 +139,15 @@ const SIZE_NAMES: [(&str, u64); 5] = [
 ];
 
 impl StructureSpec {
-    /// `kind` for `sector_size`, seed 1, a full partition.
+    /// The seed of a spec that names none.
+    pub const DEFAULT_SEED: u64 = 1;
+
+    /// `kind` for `sector_size`, seed [`Self::DEFAULT_SEED`], a full partition.
     pub fn new(kind: StructureKind, sector_size: u64) -> Self {
         Self {
             kind,
             sector_size,
-            seed: 1,
+            seed: Self::DEFAULT_SEED,
             sectors: None,
         }
     }

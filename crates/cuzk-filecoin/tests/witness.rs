@@ -14,7 +14,9 @@ use cuzk_filecoin::plans::{
 use cuzk_filecoin::request::{PorepInput, PostInput, SnapInput};
 use cuzk_filecoin::structure::{self, StructureSpec};
 use cuzk_filecoin::PlanOptions;
-use filecoin_proofs::{MerkleTreeTrait, SectorShape2KiB, SectorShape32GiB, SectorShape8MiB, TreeRHasher};
+use filecoin_proofs::{
+    MerkleTreeTrait, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape8MiB, TreeRHasher,
+};
 use std::path::Path;
 use std::time::Instant;
 
@@ -25,14 +27,22 @@ const ALLOW: PlanOptions = PlanOptions {
 };
 
 fn request(name: &str) -> cuzk_core::ProofRequest {
+    request_with_seed(name, StructureSpec::DEFAULT_SEED)
+}
+
+fn request_with_seed(name: &str, seed: u64) -> cuzk_core::ProofRequest {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params");
     std::fs::create_dir_all(&dir).unwrap();
     cuzk_filecoin::settings::init_with(Some(&dir), &dir);
-    structure::generate(&name.parse::<StructureSpec>().unwrap())
+    structure::generate(&name.parse::<StructureSpec>().unwrap().with_seed(seed))
         .unwrap()
         .proof_request()
         .unwrap()
 }
+
+/// The seeds the `--ignored` (512 MiB and 32 GiB) native tests run: inputs
+/// of several draws, not one.
+const SEEDS: [u64; 3] = [1, 2, 3];
 
 fn check<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str, partitions: &[usize]) {
     let request = request(name);
@@ -101,8 +111,20 @@ fn assert_same_witness(name: &str, native: &cuzk_core::Witness, gadgets: &cuzk_c
 /// gadgets', inputs and aux, variable for variable; the plan's own
 /// witness-only synthesis (what the engine runs) takes the native one.
 fn check_post_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str) {
-    let request = request(name);
-    let plan = PostPlan::<Tree>::new_with(PostInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    check_post_native_seeds::<Tree>(name, &[StructureSpec::DEFAULT_SEED]);
+}
+
+fn check_post_native_seeds<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str, seeds: &[u64]) {
+    for &seed in seeds {
+        check_post_native_seed::<Tree>(&format!("{name} seed {seed}"), &request_with_seed(name, seed));
+    }
+}
+
+fn check_post_native_seed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    name: &str,
+    request: &cuzk_core::ProofRequest,
+) {
+    let plan = PostPlan::<Tree>::new_with(PostInput::parse(request).unwrap(), &ALLOW).unwrap();
     let r1cs = compiled_r1cs(&ProofPlan::circuit_id(&plan), || plan.circuit(0)).unwrap();
     let started = Instant::now();
     let gadgets = r1cs.witness(plan.circuit(0).unwrap()).unwrap();
@@ -131,8 +153,27 @@ fn check_post_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name
 /// Issue 35: a PoRep partition's witness written natively equals the
 /// gadgets', inputs and aux, variable for variable.
 fn check_porep_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str, partition: usize) {
-    let request = request(name);
-    let plan = PorepPlan::<Tree>::new_with(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    check_porep_native_seeds::<Tree>(name, partition, &[StructureSpec::DEFAULT_SEED]);
+}
+
+fn check_porep_native_seeds<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    name: &str,
+    partition: usize,
+    seeds: &[u64],
+) {
+    for &seed in seeds {
+        let request = request_with_seed(name, seed);
+        let name = format!("{name} seed {seed}");
+        check_porep_native_request::<Tree>(&name, &request, partition);
+    }
+}
+
+fn check_porep_native_request<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    name: &str,
+    request: &cuzk_core::ProofRequest,
+    partition: usize,
+) {
+    let plan = PorepPlan::<Tree>::new_with(PorepInput::parse(request).unwrap(), &ALLOW).unwrap();
     let r1cs = compiled_r1cs(&ProofPlan::circuit_id(&plan), || plan.circuit(0)).unwrap();
     let started = Instant::now();
     let gadgets = r1cs.witness(plan.circuit(partition).unwrap()).unwrap();
@@ -160,8 +201,26 @@ fn check_snap_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     name: &str,
     partitions: &[usize],
 ) {
-    let request = request(name);
-    let plan = SnapPlan::<Tree>::new_with(SnapInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    check_snap_native_seeds::<Tree>(name, partitions, &[StructureSpec::DEFAULT_SEED]);
+}
+
+fn check_snap_native_seeds<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    name: &str,
+    partitions: &[usize],
+    seeds: &[u64],
+) {
+    for &seed in seeds {
+        let request = request_with_seed(name, seed);
+        check_snap_native_request::<Tree>(&format!("{name} seed {seed}"), &request, partitions);
+    }
+}
+
+fn check_snap_native_request<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    name: &str,
+    request: &cuzk_core::ProofRequest,
+    partitions: &[usize],
+) {
+    let plan = SnapPlan::<Tree>::new_with(SnapInput::parse(request).unwrap(), &ALLOW).unwrap();
     let r1cs = compiled_r1cs(&ProofPlan::circuit_id(&plan), || plan.circuit(0)).unwrap();
     for &k in partitions {
         let started = Instant::now();
@@ -205,7 +264,7 @@ fn native_snap_8mib_witness_equals_the_gadgets() {
 #[test]
 #[ignore = "32 GiB: run on the GPU machine"]
 fn native_snap_32gib_witness_equals_the_gadgets() {
-    check_snap_native::<SectorShape32GiB>("snap-32g", &[0, 15]);
+    check_snap_native_seeds::<SectorShape32GiB>("snap-32g", &[0, 15], &SEEDS);
 }
 
 #[test]
@@ -221,7 +280,31 @@ fn native_porep_8mib_witness_equals_the_gadgets() {
 #[test]
 #[ignore = "a 130 M-constraint partition: minutes and ~20 GiB"]
 fn native_porep_32gib_witness_equals_the_gadgets() {
-    check_porep_native::<SectorShape32GiB>("porep-32g", 0);
+    check_porep_native_seeds::<SectorShape32GiB>("porep-32g", 0, &SEEDS);
+}
+
+#[test]
+#[ignore = "512 MiB: run on the GPU machine"]
+fn native_porep_512mib_witness_equals_the_gadgets() {
+    check_porep_native_seeds::<SectorShape512MiB>("porep-512m", 0, &SEEDS);
+}
+
+#[test]
+#[ignore = "512 MiB: run on the GPU machine"]
+fn native_snap_512mib_witness_equals_the_gadgets() {
+    check_snap_native_seeds::<SectorShape512MiB>("snap-512m", &[0], &SEEDS);
+}
+
+#[test]
+#[ignore = "512 MiB: run on the GPU machine"]
+fn native_window_post_512mib_witness_equals_the_gadgets() {
+    check_post_native_seeds::<SectorShape512MiB>("window-post-512m", &SEEDS);
+}
+
+#[test]
+#[ignore = "512 MiB: run on the GPU machine"]
+fn native_winning_post_512mib_witness_equals_the_gadgets() {
+    check_post_native_seeds::<SectorShape512MiB>("winning-post-512m", &SEEDS);
 }
 
 #[test]
@@ -242,6 +325,7 @@ fn native_window_post_8mib_witness_equals_the_gadgets() {
 #[test]
 #[ignore = "a 125 M-constraint partition of 2349 sectors: minutes and ~25 GiB"]
 fn native_window_post_32gib_witness_equals_the_gadgets() {
+    // One seed: its 2,349 sectors are already 2,349 independent draws.
     check_post_native::<SectorShape32GiB>("window-post-32g");
 }
 
