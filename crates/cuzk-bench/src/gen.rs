@@ -161,7 +161,7 @@ fn run_real(spec: &cuzk_filecoin::structure::StructureSpec, args: &GenArgs) -> a
     write_shaped_parameters(&shape, args.seed, &path)?;
     println!("parameters written in {:.1}s", started.elapsed().as_secs_f64());
     let started = Instant::now();
-    let digest = cuzk_filecoin::trust::record_generated(&path)?;
+    let digest = cuzk_filecoin::trust::record_generated(&path, cuzk_filecoin::trust::Generation::StandIn)?;
     println!(
         "generation record written (digest {digest}, hashed in {:.1}s)",
         started.elapsed().as_secs_f64()

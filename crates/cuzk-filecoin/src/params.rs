@@ -210,6 +210,14 @@ pub fn ensure(kind: ProofKind, registered_proof: u64, seed: u64) -> Result<Param
         let (target, sector_size, id) = target(kind, registered_proof)?;
         tracing::info!(circuit = %id, path = %params.display(), "generating Filecoin parameters");
         crate::dispatch_shape(sector_size, Generate { target, seed })?;
+        if params.exists() && vk.exists() {
+            // Made here from filecoin-proofs' generator: read trusted
+            // (crate::trust) instead of point by point at every load.
+            if let Err(e) = crate::trust::record_generated(&params, crate::trust::Generation::Verifiable) {
+                tracing::warn!(path = %params.display(), error = %e,
+                    "no generation record written: the file will be read with the full point check");
+            }
+        }
     }
     let generated_in = if params.exists() && vk.exists() {
         started.elapsed()

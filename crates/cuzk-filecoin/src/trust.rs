@@ -24,6 +24,14 @@
 //! ([`Trust::honouring_generated`], only with `[benchmark]
 //! allow_unverifiable`: such files prove nothing filecoin-proofs accepts)
 //! reads a file whose size and mtime match its record trusted.
+//!
+//! Parameters made on this machine by filecoin-proofs' own generator
+//! ([`crate::params::ensure`]: test sizes, with their verifying key, so
+//! their proofs verify) leave a generation record marked
+//! [`Generation::Verifiable`], honoured by every daemon: their points were
+//! computed here, and the record, like the trust records, holds only while
+//! the file keeps its size and mtime. Without it each test daemon checked
+//! a 2 KiB PoRep file (1.1 GB) point by point on one pool thread, minutes.
 
 use cuzk_core::{ParameterFile, ParameterRecipe, PlanError, PointCheck, ProvingParameters};
 use serde::{Deserialize, Serialize};
@@ -97,6 +105,21 @@ struct Record {
     size: u64,
     mtime_ns: u64,
     digest: String,
+    /// Generation records only: made by filecoin-proofs' generator (a
+    /// record without it is a stand-in's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    verifiable: bool,
+}
+
+/// What a generation record vouches for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generation {
+    /// A stand-in of random points (`cuzk-bench gen-srs --real`): its
+    /// proofs verify against nothing; honoured only for benchmarks.
+    StandIn,
+    /// Made here by filecoin-proofs' generator beside its verifying key
+    /// ([`crate::params::ensure`]); honoured everywhere.
+    Verifiable,
 }
 
 fn stat(path: &Path) -> std::io::Result<(u64, u64)> {
@@ -126,13 +149,18 @@ pub enum Verdict {
     /// A stand-in generated on this machine, its generation record
     /// matching (honoured only for benchmarks).
     Generated,
+    /// Made on this machine by filecoin-proofs' generator, its generation
+    /// record matching.
+    MadeHere,
 }
 
 impl Verdict {
     /// The point check this verdict reads with.
     pub fn check(self) -> PointCheck {
         match self {
-            Verdict::Remembered | Verdict::Matched | Verdict::Generated => PointCheck::Trusted,
+            Verdict::Remembered | Verdict::Matched | Verdict::Generated | Verdict::MadeHere => {
+                PointCheck::Trusted
+            }
             _ => PointCheck::Full,
         }
     }
@@ -155,10 +183,10 @@ pub struct Trust {
 /// The directory of the generation records, inside [`RECORD_DIR`].
 pub const GENERATED_DIR: &str = "generated";
 
-/// Leaves the generation record of `path`, a stand-in parameter file just
-/// written on this machine: its size, mtime and digest (hashed now, one
-/// core). Returns the digest.
-pub fn record_generated(path: &Path) -> std::io::Result<String> {
+/// Leaves the generation record of `path`, a parameter file just written
+/// on this machine: its size, mtime and digest (hashed now, one core), and
+/// what made it. Returns the digest.
+pub fn record_generated(path: &Path, generation: Generation) -> std::io::Result<String> {
     let digest = file_digest(path)?;
     let (size, mtime_ns) = stat(path)?;
     let name = path
@@ -169,6 +197,7 @@ pub fn record_generated(path: &Path) -> std::io::Result<String> {
         size,
         mtime_ns,
         digest: digest.clone(),
+        verifiable: generation == Generation::Verifiable,
     };
     write_record_at(&generated_record_path(path, &name), &record)?;
     Ok(digest)
@@ -257,11 +286,20 @@ impl Trust {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if self.generated {
-            let record: Option<Record> = std::fs::read(generated_record_path(path, &name))
-                .ok()
-                .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-            if record.is_some_and(|r| stat(path).ok() == Some((r.size, r.mtime_ns))) {
+        let generation: Option<Record> = std::fs::read(generated_record_path(path, &name))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Record>(&bytes).ok())
+            .filter(|r| stat(path).ok() == Some((r.size, r.mtime_ns)));
+        if let Some(record) = generation {
+            if record.verifiable {
+                tracing::info!(
+                    file = %name,
+                    "parameter file made on this machine by filecoin-proofs' generator (its generation record \
+                     matches): read trusted"
+                );
+                return Verdict::MadeHere;
+            }
+            if self.generated {
                 tracing::warn!(
                     file = %name,
                     "parameter file generated on this machine (a stand-in: its generation record matches): \
@@ -321,6 +359,7 @@ impl Trust {
             size,
             mtime_ns,
             digest,
+            verifiable: false,
         };
         let matched = record.digest == published;
         if matched {
@@ -509,6 +548,7 @@ mod tests {
                 size: 1000,
                 mtime_ns: stat(&path).unwrap().1,
                 digest: "22".repeat(16),
+                verifiable: false,
             },
         )
         .unwrap();
@@ -567,7 +607,7 @@ mod tests {
         let (_dir, path) = setup(b"stand-in points");
         let other = Trust::new(Digests::from_pairs([(NAME, "0".repeat(32))]), false);
         assert_eq!(other.verdict(&path), Verdict::Mismatch, "no record yet");
-        record_generated(&path).unwrap();
+        record_generated(&path, Generation::StandIn).unwrap();
         let benchmark =
             Trust::new(Digests::from_pairs([(NAME, "0".repeat(32))]), false).honouring_generated(true);
         assert_eq!(benchmark.verdict(&path), Verdict::Generated);
@@ -581,5 +621,29 @@ mod tests {
         let benchmark =
             Trust::new(Digests::from_pairs([(NAME, "0".repeat(32))]), false).honouring_generated(true);
         assert_eq!(benchmark.verdict(&path), Verdict::Mismatch);
+    }
+
+    /// CI time (issue 37.7): parameters made here by filecoin-proofs'
+    /// generator are read trusted by every daemon, benchmark or not, while
+    /// the file keeps its recorded size and mtime; `verify_points = "full"`
+    /// still checks them point by point.
+    #[test]
+    fn parameters_made_here_by_the_generator_are_trusted_by_their_record() {
+        let (_dir, path) = setup(b"generated points");
+        let production = || Trust::new(Digests::from_pairs([(NAME, "0".repeat(32))]), false);
+        assert_eq!(production().verdict(&path), Verdict::Mismatch, "no record yet");
+        record_generated(&path, Generation::Verifiable).unwrap();
+        let trust = production();
+        assert_eq!(trust.verdict(&path), Verdict::MadeHere);
+        assert_eq!(Verdict::MadeHere.check(), PointCheck::Trusted);
+        assert_eq!(trust.files_hashed(), 0, "read at a trusted file's cost");
+        let forced = Trust::new(Digests::from_pairs([(NAME, "0".repeat(32))]), true);
+        assert_eq!(forced.verdict(&path), Verdict::Forced);
+        touch(&path, 1_000);
+        assert_eq!(
+            production().verdict(&path),
+            Verdict::Mismatch,
+            "changed since its record"
+        );
     }
 }
