@@ -55,6 +55,7 @@ async fn status(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
             "in_service": d.quarantine_left.is_none(),
             "quarantine_left_ms": d.quarantine_left.map_or(0, |q| q.as_millis() as u64),
             "failed_partitions": d.failures,
+            "preloads_in_progress": d.preparing,
         })).collect::<Vec<_>>(),
         "srs": s.srs.iter().map(|e| serde_json::json!({
             "circuit_id": e.circuit_id,

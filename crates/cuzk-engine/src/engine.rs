@@ -503,6 +503,7 @@ impl Engine {
                 DeviceStatus {
                     quarantine_left: device.quarantine_left(),
                     failures: device.failures.load(Ordering::SeqCst),
+                    preparing: device.preparing.load(Ordering::SeqCst),
                     backend: device.backend.status(),
                     current_job_id: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
                     current_proof_kind: current.map(|c| c.1.name().to_string()).unwrap_or_default(),
@@ -717,9 +718,13 @@ fn preload(shared: &Shared, circuit_id: &str) -> Result<(bool, Duration), Engine
         let params = Arc::clone(preloaded.handle.params());
         let r1cs = preloaded.r1cs.clone();
         let id = circuit_id.to_string();
+        let preparing = PreparingGuard::enter(&device.preparing);
         let spawned = std::thread::Builder::new()
             .name(format!("prepare-{index}"))
             .spawn(move || {
+                // Locals drop in reverse: the parameters before the count.
+                let _preparing = preparing;
+                let params = params;
                 let started = Instant::now();
                 match backend.prepare(&params, r1cs.as_ref()) {
                     Ok(Some(what)) => tracing::info!(
@@ -742,4 +747,21 @@ fn preload(shared: &Shared, circuit_id: &str) -> Result<(bool, Duration), Engine
         }
     }
     Ok((preloaded.already_resident, preloaded.load_time))
+}
+
+/// Counts a device's preparation from before its thread starts until the
+/// thread (or a failed spawn) drops it, after the parameters it holds.
+struct PreparingGuard(Arc<std::sync::atomic::AtomicUsize>);
+
+impl PreparingGuard {
+    fn enter(count: &Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(Arc::clone(count))
+    }
+}
+
+impl Drop for PreparingGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }

@@ -40,6 +40,8 @@ pub(crate) struct Device {
     pub(crate) quarantined_until: Mutex<Option<Instant>>,
     /// Partitions it failed.
     pub(crate) failures: std::sync::atomic::AtomicU64,
+    /// Preloads it is still taking (each holds the parameters until done).
+    pub(crate) preparing: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Device {
@@ -49,6 +51,7 @@ impl Device {
             current: Mutex::new(None),
             quarantined_until: Mutex::new(None),
             failures: std::sync::atomic::AtomicU64::new(0),
+            preparing: Arc::default(),
         }
     }
 

@@ -18,6 +18,9 @@ pub struct DeviceStatus {
     pub quarantine_left: Option<Duration>,
     /// Partitions it failed since the start.
     pub failures: u64,
+    /// Preloads it is still taking: until they finish it holds a reference
+    /// to their parameters, so evicting them frees nothing yet.
+    pub preparing: usize,
 }
 
 /// Pending and running jobs of one kind.

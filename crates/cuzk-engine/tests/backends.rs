@@ -641,3 +641,64 @@ fn a_preload_hands_the_parameters_and_r1cs_to_every_device() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// A backend whose preparation takes a while, as a GPU's copy does.
+#[derive(Debug)]
+struct SlowToPrepare;
+
+impl ProverBackend for SlowToPrepare {
+    fn name(&self) -> String {
+        "slow to prepare".into()
+    }
+
+    fn status(&self) -> BackendStatus {
+        CpuBackend.status()
+    }
+
+    fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
+        CpuBackend.prove_start(input)
+    }
+
+    fn prepare(
+        &self,
+        _params: &Arc<cuzk_core::ProvingParameters>,
+        _r1cs: Option<&Arc<CompiledR1cs>>,
+    ) -> Result<Option<String>, ProveError> {
+        std::thread::sleep(Duration::from_millis(400));
+        Ok(Some("copied".into()))
+    }
+}
+
+/// CI failure of 2026-12-06 (`srs_manager_loads_once_and_reports_tiers`
+/// evicted while a device still held the preloaded parameters, and freed
+/// nothing): the status says how many preloads each device is still
+/// taking, and once none is, an eviction frees the parameters.
+#[test]
+fn the_status_shows_preloads_in_progress_and_an_eviction_after_them_frees_the_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = SyntheticCircuit::new(SIZE, vec![cuzk_core::Scalar::from(0u64); 2], 0)
+        .unwrap()
+        .circuit_id();
+    let config = EngineConfig {
+        partition_workers: 1,
+        ..EngineConfig::default()
+    };
+    let backends: Vec<Arc<dyn ProverBackend>> = vec![Arc::new(SlowToPrepare)];
+    let engine = Engine::start(config, backends, vec![synthetic(dir.path())]).unwrap();
+    engine.preload_srs(&id).unwrap();
+    assert_eq!(engine.status().devices[0].preparing, 1);
+    // Evicted while the device holds them: gone from the manager, but
+    // nothing is freed yet, and the status does not pretend otherwise.
+    assert_eq!(engine.evict_srs(&id), (true, 0));
+    engine.preload_srs(&id).unwrap();
+    let started = std::time::Instant::now();
+    while engine.status().devices[0].preparing > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "preparation never ended"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (was_loaded, freed) = engine.evict_srs(&id);
+    assert!(was_loaded && freed > 0, "{was_loaded} {freed}");
+}

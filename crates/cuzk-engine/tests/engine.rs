@@ -332,6 +332,13 @@ fn srs_manager_loads_once_and_reports_tiers() {
     assert_eq!(status[0].tier, cuzk_engine::Tier::Warm);
     assert!(status[0].size_bytes > 0);
     assert!(engine.preload_srs("no-such-circuit").is_err());
+    // The devices take preloaded parameters in the background and hold
+    // them until done: only then does an eviction free them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while engine.status().devices.iter().any(|d| d.preparing > 0) {
+        assert!(std::time::Instant::now() < deadline, "preparation never finished");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let (was_loaded, freed) = engine.evict_srs(&id);
     assert!(was_loaded && freed > 0);
     assert_eq!(engine.evict_srs(&id), (false, 0));

@@ -125,7 +125,8 @@ fn check_post_native_seed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
     request: &cuzk_core::ProofRequest,
 ) {
     let plan = PostPlan::<Tree>::new_with(PostInput::parse(request).unwrap(), &ALLOW).unwrap();
-    let r1cs = compiled_r1cs(&ProofPlan::circuit_id(&plan), || plan.circuit(0)).unwrap();
+    // Recorded as the plans record it (by sectors on all cores).
+    let r1cs = plan.compiled_r1cs(0).unwrap();
     let started = Instant::now();
     let gadgets = r1cs.witness(plan.circuit(0).unwrap()).unwrap();
     let gadget_time = started.elapsed();
@@ -174,7 +175,7 @@ fn check_porep_native_request<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHash
     partition: usize,
 ) {
     let plan = PorepPlan::<Tree>::new_with(PorepInput::parse(request).unwrap(), &ALLOW).unwrap();
-    let r1cs = compiled_r1cs(&ProofPlan::circuit_id(&plan), || plan.circuit(0)).unwrap();
+    let r1cs = plan.compiled_r1cs(0).unwrap();
     let started = Instant::now();
     let gadgets = r1cs.witness(plan.circuit(partition).unwrap()).unwrap();
     let gadget_time = started.elapsed();
@@ -221,7 +222,7 @@ fn check_snap_native_request<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHashe
     partitions: &[usize],
 ) {
     let plan = SnapPlan::<Tree>::new_with(SnapInput::parse(request).unwrap(), &ALLOW).unwrap();
-    let r1cs = compiled_r1cs(&ProofPlan::circuit_id(&plan), || plan.circuit(0)).unwrap();
+    let r1cs = plan.compiled_r1cs(0).unwrap();
     for &k in partitions {
         let started = Instant::now();
         let gadgets = r1cs.witness(plan.circuit(k).unwrap()).unwrap();
