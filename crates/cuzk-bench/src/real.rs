@@ -145,6 +145,12 @@ pub struct RealSynthesisArgs {
     /// sequential witness; each is timed).
     #[arg(long, default_value_t = 1)]
     units_runs: usize,
+    /// Only the native witness (`FilecoinProof::native_witness`, no
+    /// self-check, nothing recorded), timed over this many runs, and
+    /// legacy Poseidon of arity 8 one hash at a time against eight at once
+    /// (where the processor has AVX-512 IFMA), on one thread.
+    #[arg(long)]
+    native_only: Option<usize>,
 }
 
 /// This process's CPU seconds (user + system) from /proc/self/stat, in
@@ -283,6 +289,7 @@ impl CircuitWork for Measure {
         mut self,
         circuit: &dyn Fn() -> Result<C, FilecoinError>,
         units: Option<PartitionUnits<'_, C>>,
+        _: &dyn Fn() -> Option<Result<cuzk_core::Witness, FilecoinError>>,
     ) -> Result<Self::Out, FilecoinError> {
         let synthesis = |e: cuzk_core::R1csError| FilecoinError::Synthesis(e.to_string());
 
@@ -549,6 +556,7 @@ pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
             self,
             circuit: &dyn Fn() -> Result<C, FilecoinError>,
             units: Option<PartitionUnits<'_, C>>,
+            native: &dyn Fn() -> Option<Result<cuzk_core::Witness, FilecoinError>>,
         ) -> Result<Self::Out, FilecoinError> {
             let Planned(mut measure, started, cpu) = self;
             let (wall, cpu) = (started.elapsed().as_secs_f64(), cpu_seconds() - cpu);
@@ -556,8 +564,15 @@ pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
                 "plan".into(),
                 json!({ "wall_s": round(wall), "cpu_s": round(cpu) }),
             );
-            measure.run(circuit, units)
+            measure.run(circuit, units, native)
         }
+    }
+    if let Some(runs) = args.native_only {
+        out.insert("poseidon_arity8".into(), poseidon_rates());
+        let out =
+            structure::with_partition_circuit(&request, ALLOW, args.partition, NativeOnly { runs, out })?;
+        print_output(out);
+        return Ok(());
     }
     let plan = cuzk_filecoin::plan_with(&request, ALLOW)?.plan;
     let measure = Measure {
@@ -575,6 +590,69 @@ pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
     )?;
     print_output(out);
     Ok(())
+}
+
+/// `--native-only`: the partition's native witness, `runs` times.
+struct NativeOnly {
+    runs: usize,
+    out: serde_json::Map<String, Value>,
+}
+
+impl CircuitWork for NativeOnly {
+    type Out = serde_json::Map<String, Value>;
+
+    fn run<C: bellperson::Circuit<Scalar> + Send>(
+        mut self,
+        _: &dyn Fn() -> Result<C, FilecoinError>,
+        _: Option<PartitionUnits<'_, C>>,
+        native: &dyn Fn() -> Option<Result<cuzk_core::Witness, FilecoinError>>,
+    ) -> Result<Self::Out, FilecoinError> {
+        let mut runs = Vec::new();
+        for run in 0..self.runs {
+            eprintln!("native witness, run {} ...", run + 1);
+            let t = Timed::start();
+            let witness = native()
+                .ok_or_else(|| FilecoinError::Synthesis("this proof type has no native writer".into()))??;
+            runs.push(t.stop(json!({ "aux": witness.aux.len() })));
+        }
+        self.out.insert("native_runs".into(), json!(runs));
+        Ok(self.out)
+    }
+}
+
+/// Legacy Poseidon of arity 8 (a Merkle level of trees C and R) on one
+/// thread: microseconds a hash with its circuit values written, one hash
+/// at a time with blst, and eight at once where the processor has the
+/// lanes (each checked equal to the first).
+fn poseidon_rates() -> Value {
+    use cuzk_filecoin::native::poseidon::{lanes, poseidon_hash};
+    use ff::Field;
+    use typenum::U8;
+    const HASHES: usize = 4096;
+    let constants = &neptune::poseidon::PoseidonConstants::<Scalar, U8>::new();
+    let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(1);
+    let preimages: Vec<Scalar> = (0..8 * HASHES).map(|_| Scalar::random(&mut rng)).collect();
+    let started = Instant::now();
+    let mut one_at_a_time: Vec<Scalar> = Vec::with_capacity(HASHES * 505);
+    for preimage in preimages.chunks(8) {
+        poseidon_hash(&mut one_at_a_time, preimage, constants);
+    }
+    let scalar_us = started.elapsed().as_secs_f64() * 1e6 / HASHES as f64;
+    let lanes_us = lanes(constants).map(|prepared| {
+        let mut traces = vec![Scalar::ZERO; HASHES * prepared.trace_len()];
+        let started = Instant::now();
+        prepared.hash(&preimages, &mut traces);
+        let us = started.elapsed().as_secs_f64() * 1e6 / HASHES as f64;
+        assert!(traces == one_at_a_time, "the lanes' traces differ from blst's");
+        us
+    });
+    eprintln!("Poseidon arity 8: {scalar_us:.1} us a hash one at a time, {lanes_us:?} us in lanes");
+    json!({
+        "hashes": HASHES,
+        "one_at_a_time_us": round(scalar_us),
+        "lanes_us": lanes_us.map(round),
+        "speedup": lanes_us.map(|l| round(scalar_us / l)),
+    })
 }
 
 #[cfg(test)]

@@ -874,11 +874,15 @@ pub trait CircuitWork {
     /// Runs the work; `circuit` builds the partition's circuit (a fresh
     /// instance per call, as proving consumes one); `units`, where the
     /// proof type's partitions are made of independent units, builds the
-    /// circuit of one unit alone (as the plan's parallel witness does).
+    /// circuit of one unit alone (as the plan's parallel witness does);
+    /// `native` writes the partition's witness without the circuit
+    /// (`FilecoinProof::native_witness`, no self-check; `None` for proof
+    /// types without a writer).
     fn run<C: bellperson::Circuit<Fr> + Send>(
         self,
         circuit: &dyn Fn() -> Result<C>,
         units: Option<PartitionUnits<'_, C>>,
+        native: &dyn Fn() -> Option<Result<cuzk_core::Witness>>,
     ) -> Result<Self::Out>;
 }
 
@@ -952,7 +956,9 @@ impl<W: CircuitWork> OnPlan<W> {
             prefix,
             circuit: &unit_circuit,
         });
-        self.work.run(&|| plan.circuit(partition), units)
+        self.work.run(&|| plan.circuit(partition), units, &|| {
+            plan.proof().native_witness(partition)
+        })
     }
 }
 

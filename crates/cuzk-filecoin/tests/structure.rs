@@ -81,6 +81,7 @@ impl CircuitWork for Count {
         self,
         circuit: &dyn Fn() -> Result<C, FilecoinError>,
         _: Option<PartitionUnits<'_, C>>,
+        _: &dyn Fn() -> Option<Result<cuzk_core::Witness, FilecoinError>>,
     ) -> Result<ConstraintCounts, FilecoinError> {
         count_constraints(circuit()?)
     }
@@ -130,6 +131,7 @@ fn counts_agree_with_the_compiled_r1cs() {
             self,
             circuit: &dyn Fn() -> Result<C, FilecoinError>,
             _: Option<PartitionUnits<'_, C>>,
+            _: &dyn Fn() -> Option<Result<cuzk_core::Witness, FilecoinError>>,
         ) -> Result<Self::Out, FilecoinError> {
             let r1cs = cuzk_core::CompiledR1cs::record(circuit()?)
                 .map_err(|e| FilecoinError::Synthesis(e.to_string()))?;

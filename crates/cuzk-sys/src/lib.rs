@@ -36,6 +36,7 @@ pub fn map_readonly(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
 }
 
 pub mod gpu;
+pub mod poseidon_lanes;
 
 /// Error for MSM inputs that blst would otherwise reject with a panic.
 #[derive(Debug, Clone, PartialEq, Eq)]

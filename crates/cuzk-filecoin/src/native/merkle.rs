@@ -5,7 +5,7 @@
 //! siblings, the `insert` gadget's picks and the level's hash (Poseidon, or
 //! SHA-256 for tree D); then the index bits packed into public inputs.
 
-use super::poseidon::poseidon_hash;
+use super::poseidon::{lanes, poseidon_hash};
 use super::sha256::sha256_leaves;
 use super::{Assignment, Aux};
 use cuzk_core::Scalar;
@@ -43,7 +43,7 @@ impl Level {
 pub trait TreeHash {
     /// The hash of `children` (as many as the level's arity `A`), its
     /// variables written to `w` as the hasher's circuit allocates them.
-    fn hash<A: PoseidonArity>(w: &mut Assignment, children: &[Scalar]) -> Scalar;
+    fn hash<A: PoseidonArity>(&mut self, w: &mut Assignment, children: &[Scalar]) -> Scalar;
 }
 
 /// Poseidon trees (tree C, tree R): neptune's legacy circuit with the
@@ -52,8 +52,111 @@ pub trait TreeHash {
 pub struct Poseidon;
 
 impl TreeHash for Poseidon {
-    fn hash<A: PoseidonArity>(w: &mut Assignment, children: &[Scalar]) -> Scalar {
+    fn hash<A: PoseidonArity>(&mut self, w: &mut Assignment, children: &[Scalar]) -> Scalar {
         poseidon_hash(w, children, A::PARAMETERS())
+    }
+}
+
+/// The Poseidon hashes of inclusion paths computed ahead, all paths a
+/// level at a time, eight hashes at once (cuzk-sys's IFMA lanes), and
+/// handed to the writer in the order it asks for them: path by path,
+/// level by level. A hash asked for out of that order, or of other
+/// children, is computed on the spot (and counted in `misses`).
+#[derive(Debug, Default)]
+pub struct PreparedPaths {
+    levels: Vec<PreparedLevel>,
+    paths: usize,
+    next: usize,
+    /// Hashes that were not prepared and were computed on the spot.
+    pub misses: usize,
+}
+
+#[derive(Debug)]
+struct PreparedLevel {
+    arity: usize,
+    trace_len: usize,
+    /// Each path's children at this level, one after another.
+    children: Vec<Scalar>,
+    /// Their hashes' traces (the circuit's values), one after another.
+    traces: Vec<Scalar>,
+}
+
+impl PreparedPaths {
+    /// Prepares `paths` (each a leaf and its levels, all of one tree of
+    /// arities `U`, `V`, `W`); nothing where the processor lacks the lanes
+    /// or the paths differ in length (every hash is then computed on the
+    /// spot, as by [`Poseidon`]).
+    pub fn new<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(paths: &[(Scalar, Vec<Level>)]) -> Self {
+        let unprepared = Self::default();
+        let Some(length) = paths.first().map(|(_, levels)| levels.len()) else {
+            return unprepared;
+        };
+        let upper = usize::from(V::to_usize() > 0) + usize::from(W::to_usize() > 0);
+        if length < upper || paths.iter().any(|(_, levels)| levels.len() != length) {
+            return unprepared;
+        }
+        let lanes = |arity: usize| match arity {
+            a if a == U::to_usize() => lanes(U::PARAMETERS()),
+            a if a == V::to_usize() => lanes(V::PARAMETERS()),
+            _ => lanes(W::PARAMETERS()),
+        };
+        let arities = std::iter::repeat_n(U::to_usize(), length - upper)
+            .chain([V::to_usize(), W::to_usize()].into_iter().filter(|&a| a > 0));
+        let mut nodes: Vec<Scalar> = paths.iter().map(|(leaf, _)| *leaf).collect();
+        let mut levels = Vec::with_capacity(length);
+        for (depth, arity) in arities.enumerate() {
+            let Some(lanes) = lanes(arity) else {
+                return unprepared;
+            };
+            let mut children = Vec::with_capacity(paths.len() * arity);
+            for ((_, path), node) in paths.iter().zip(&nodes) {
+                let level = &path[depth];
+                if level.siblings.len() + 1 != arity || level.index >= arity {
+                    return unprepared;
+                }
+                children.extend_from_slice(&level.siblings[..level.index]);
+                children.push(*node);
+                children.extend_from_slice(&level.siblings[level.index..]);
+            }
+            let trace_len = lanes.trace_len();
+            let mut traces = vec![Scalar::ZERO; paths.len() * trace_len];
+            lanes.hash(&children, &mut traces);
+            for (node, trace) in nodes.iter_mut().zip(traces.chunks(trace_len)) {
+                *node = trace[trace_len - 1];
+            }
+            levels.push(PreparedLevel {
+                arity,
+                trace_len,
+                children,
+                traces,
+            });
+        }
+        Self {
+            levels,
+            paths: paths.len(),
+            next: 0,
+            misses: 0,
+        }
+    }
+}
+
+impl TreeHash for PreparedPaths {
+    fn hash<A: PoseidonArity>(&mut self, w: &mut Assignment, children: &[Scalar]) -> Scalar {
+        let depth = self.levels.len();
+        if depth > 0 && self.next < self.paths * depth {
+            let (path, level) = (self.next / depth, &self.levels[self.next % depth]);
+            self.next += 1;
+            let (arity, trace_len) = (level.arity, level.trace_len);
+            if arity == A::to_usize() && level.children[path * arity..(path + 1) * arity] == *children {
+                let trace = &level.traces[path * trace_len..(path + 1) * trace_len];
+                for &value in trace {
+                    w.element(value);
+                }
+                return trace[trace_len - 1];
+            }
+        }
+        self.misses += 1;
+        Poseidon.hash::<A>(w, children)
     }
 }
 
@@ -62,7 +165,7 @@ impl TreeHash for Poseidon {
 pub struct Sha256;
 
 impl TreeHash for Sha256 {
-    fn hash<A: PoseidonArity>(w: &mut Assignment, children: &[Scalar]) -> Scalar {
+    fn hash<A: PoseidonArity>(&mut self, w: &mut Assignment, children: &[Scalar]) -> Scalar {
         sha256_leaves(w, children)
     }
 }
@@ -81,8 +184,9 @@ pub enum Leaf {
 /// the caller's (its equality with the computed root is a constraint, no
 /// allocation), private (no root input). Returns the root the path leads
 /// to.
-pub fn inclusion<H: TreeHash, U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
+pub fn inclusion<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     w: &mut Assignment,
+    hasher: &mut impl TreeHash,
     leaf: Leaf,
     path: &[Level],
 ) -> Scalar {
@@ -103,14 +207,14 @@ pub fn inclusion<H: TreeHash, U: PoseidonArity, V: PoseidonArity, W: PoseidonAri
     let mut index_bits = Vec::new();
     let mut node = leaf;
     for level in base {
-        node = level_hash::<H, U>(w, node, level, &mut index_bits);
+        node = level_hash::<U>(w, hasher, node, level, &mut index_bits);
     }
     let mut rest = rest.iter();
     if sub {
-        node = level_hash::<H, V>(w, node, rest.next().expect("counted"), &mut index_bits);
+        node = level_hash::<V>(w, hasher, node, rest.next().expect("counted"), &mut index_bits);
     }
     if top {
-        node = level_hash::<H, W>(w, node, rest.next().expect("counted"), &mut index_bits);
+        node = level_hash::<W>(w, hasher, node, rest.next().expect("counted"), &mut index_bits);
     }
     pack_into_inputs(w, &index_bits);
     node
@@ -121,8 +225,9 @@ pub fn inclusion<H: TreeHash, U: PoseidonArity, V: PoseidonArity, W: PoseidonAri
 /// allocated before; each level allocates the insert gadget's picks and its
 /// hash. The root's equality is a constraint (no allocation). Returns the
 /// root the path leads to.
-pub fn path_to_root<H: TreeHash, U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
+pub fn path_to_root<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     w: &mut Assignment,
+    hasher: &mut impl TreeHash,
     leaf: Scalar,
     bits: &[bool],
     path: &[Vec<Scalar>],
@@ -137,14 +242,14 @@ pub fn path_to_root<H: TreeHash, U: PoseidonArity, V: PoseidonArity, W: Poseidon
     let mut bits = bits.iter().copied();
     let mut node = leaf;
     for siblings in base {
-        node = inserted_hash::<H, U>(w, node, siblings, &mut bits);
+        node = inserted_hash::<U>(w, hasher, node, siblings, &mut bits);
     }
     let mut rest = rest.iter();
     if sub {
-        node = inserted_hash::<H, V>(w, node, rest.next().expect("counted"), &mut bits);
+        node = inserted_hash::<V>(w, hasher, node, rest.next().expect("counted"), &mut bits);
     }
     if top {
-        node = inserted_hash::<H, W>(w, node, rest.next().expect("counted"), &mut bits);
+        node = inserted_hash::<W>(w, hasher, node, rest.next().expect("counted"), &mut bits);
     }
     assert!(
         bits.next().is_none(),
@@ -155,8 +260,9 @@ pub fn path_to_root<H: TreeHash, U: PoseidonArity, V: PoseidonArity, W: Poseidon
 
 /// One level of [`path_to_root`]: the node inserted among the siblings by
 /// the next index bits, and the children's hash.
-fn inserted_hash<H: TreeHash, A: PoseidonArity>(
+fn inserted_hash<A: PoseidonArity>(
     w: &mut Assignment,
+    hasher: &mut impl TreeHash,
     node: Scalar,
     siblings: &[Scalar],
     bits: &mut impl Iterator<Item = bool>,
@@ -167,13 +273,14 @@ fn inserted_hash<H: TreeHash, A: PoseidonArity>(
         .map(|_| bits.next().expect("an index bit for every level"))
         .collect();
     let children = insert(w, node, &index, siblings);
-    H::hash::<A>(w, &children)
+    hasher.hash::<A>(w, &children)
 }
 
 /// One level: the index bits (least significant first), the siblings, the
 /// children in order with the node inserted, and their hash.
-fn level_hash<H: TreeHash, A: PoseidonArity>(
+fn level_hash<A: PoseidonArity>(
     w: &mut Assignment,
+    hasher: &mut impl TreeHash,
     node: Scalar,
     level: &Level,
     bits: &mut Vec<bool>,
@@ -191,7 +298,7 @@ fn level_hash<H: TreeHash, A: PoseidonArity>(
         w.element(sibling);
     }
     let children = insert(w, node, &index, &level.siblings);
-    H::hash::<A>(w, &children)
+    hasher.hash::<A>(w, &children)
 }
 
 /// `insertion::insert`: `element` placed among `elements` at the position
@@ -317,6 +424,64 @@ mod tests {
     use storage_proofs_core::merkle::BinaryMerkleTree;
     use typenum::{U0, U2};
 
+    /// Paths prepared eight hashes at a time write what the scalar
+    /// hasher writes, with every hash prepared (none computed on the spot)
+    /// where the processor has the lanes; a path asked for out of order
+    /// is still written right.
+    #[test]
+    fn native_prepared_paths_equal_paths_hashed_one_at_a_time() {
+        use typenum::U8;
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let arities = [8, 8, 8, 2];
+        let paths: Vec<(Scalar, Vec<Level>)> = (0..10)
+            .map(|_| {
+                let levels = arities
+                    .iter()
+                    .map(|&arity| Level {
+                        siblings: (1..arity).map(|_| Scalar::random(&mut rng)).collect(),
+                        index: rng.gen_range(0..arity),
+                    })
+                    .collect();
+                (Scalar::random(&mut rng), levels)
+            })
+            .collect();
+        let write = |hasher: &mut dyn FnMut(&mut Assignment, &[Level], Scalar)| {
+            let mut w = Assignment::default();
+            for (leaf, path) in &paths {
+                hasher(&mut w, path, *leaf);
+            }
+            w
+        };
+        let plain = write(&mut |w, path, leaf| {
+            inclusion::<U8, U8, U2>(w, &mut Poseidon, Leaf::Value(leaf), path);
+        });
+        let mut prepared = PreparedPaths::new::<U8, U8, U2>(&paths);
+        let lanes = write(&mut |w, path, leaf| {
+            inclusion::<U8, U8, U2>(w, &mut prepared, Leaf::Value(leaf), path);
+        });
+        assert_eq!(lanes.aux.len(), plain.aux.len());
+        assert!((0..plain.aux.len()).all(|i| lanes.aux.get(i) == plain.aux.get(i)));
+        assert_eq!(lanes.inputs, plain.inputs);
+        if cuzk_sys::poseidon_lanes::available() {
+            assert_eq!(prepared.misses, 0, "every hash prepared");
+        } else {
+            assert_eq!(prepared.misses, 40, "nothing prepared without the lanes");
+        }
+        // Out of order: the first path asked for last; mismatched hashes
+        // are computed on the spot.
+        let mut prepared = PreparedPaths::new::<U8, U8, U2>(&paths);
+        let mut reordered = Assignment::default();
+        for (leaf, path) in paths.iter().skip(1).chain(&paths[..1]) {
+            inclusion::<U8, U8, U2>(&mut reordered, &mut prepared, Leaf::Value(*leaf), path);
+        }
+        let mut expected = Assignment::default();
+        for (leaf, path) in paths.iter().skip(1).chain(&paths[..1]) {
+            inclusion::<U8, U8, U2>(&mut expected, &mut Poseidon, Leaf::Value(*leaf), path);
+        }
+        assert!((0..expected.aux.len()).all(|i| reordered.aux.get(i) == expected.aux.get(i)));
+        assert_eq!(prepared.misses, 40);
+    }
+
     /// Tree D's inclusion proof as the PoRep circuit makes it (leaf and root
     /// the caller's variables, SHA-256 levels), against `PoRCircuit` on
     /// random paths.
@@ -350,7 +515,7 @@ mod tests {
             )
             .unwrap();
             let mut w = Assignment::default();
-            inclusion::<Sha256, U2, U0, U0>(&mut w, Leaf::Allocated(leaf), &path);
+            inclusion::<U2, U0, U0>(&mut w, &mut Sha256, Leaf::Allocated(leaf), &path);
             assert_eq!(w.inputs, cs.inputs, "seed {seed}: inputs differ");
             assert_eq!(
                 w.aux.len(),

@@ -87,13 +87,13 @@ pub fn challenge<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     c: &ChallengeWitness,
 ) {
     w.element(c.data_leaf);
-    inclusion::<Sha256, U2, U0, U0>(w, Leaf::Allocated(c.data_leaf), &c.comm_d_path);
+    inclusion::<U2, U0, U0>(w, &mut Sha256, Leaf::Allocated(c.data_leaf), &c.comm_d_path);
     for parent in c.drg_parents.iter().chain(&c.exp_parents) {
         for &row in &parent.rows {
             w.element(row);
         }
         let hash = column_hash(w, &parent.rows);
-        inclusion::<Poseidon, U, V, W>(w, Leaf::Allocated(hash), &parent.path);
+        inclusion::<U, V, W>(w, &mut Poseidon, Leaf::Allocated(hash), &parent.path);
     }
     let challenge_bits: Vec<bool> = (0..64).map(|i| c.challenge >> i & 1 == 1).collect();
     for &bit in &challenge_bits {
@@ -129,9 +129,9 @@ pub fn challenge<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     let key = *labels.last().expect("at least one layer");
     let encoded = key + c.data_leaf;
     w.element(encoded);
-    inclusion::<Poseidon, U, V, W>(w, Leaf::Allocated(encoded), &c.comm_r_last_path);
+    inclusion::<U, V, W>(w, &mut Poseidon, Leaf::Allocated(encoded), &c.comm_r_last_path);
     let hash = column_hash(w, &labels);
-    inclusion::<Poseidon, U, V, W>(w, Leaf::Allocated(hash), &c.comm_c_path);
+    inclusion::<U, V, W>(w, &mut Poseidon, Leaf::Allocated(hash), &c.comm_c_path);
 }
 
 /// `create_label_circuit`: SHA-256 of the replica id, the layer and node

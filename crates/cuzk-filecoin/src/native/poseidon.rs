@@ -12,9 +12,12 @@
 
 use super::bits::Aux;
 use cuzk_core::Scalar;
+use cuzk_sys::poseidon_lanes::{PoseidonLanes, PoseidonSpec};
 use ff::Field;
 use neptune::poseidon::PoseidonConstants;
 use neptune::Arity;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 /// The hash of `preimage` (as many elements as the arity), writing the
 /// circuit's aux values to `aux`; the result is the last of them.
@@ -84,6 +87,41 @@ pub fn poseidon_hash<A: Arity<Scalar>>(
     mds(&mut state, constants, round);
     aux.element(state[1]);
     state[1]
+}
+
+/// `constants` prepared for cuzk-sys's eight-lane hash (the same trace as
+/// [`poseidon_hash`], eight preimages at a time), once per width for the
+/// life of the process; `None` where the processor lacks AVX-512 IFMA, or
+/// for constants other than those first prepared for their width.
+pub fn lanes<A: Arity<Scalar>>(constants: &PoseidonConstants<Scalar, A>) -> Option<&'static PoseidonLanes> {
+    type Prepared = (Scalar, Vec<Scalar>, Option<&'static PoseidonLanes>);
+    static PREPARED: Mutex<BTreeMap<usize, Prepared>> = Mutex::new(BTreeMap::new());
+    let keys = &constants.compressed_round_constants;
+    let mut prepared = PREPARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (tag, prepared_keys, lanes) = prepared.entry(constants.width()).or_insert_with(|| {
+        let spec = PoseidonSpec {
+            width: constants.width(),
+            half_full_rounds: constants.half_full_rounds,
+            partial_rounds: constants.partial_rounds,
+            domain_tag: constants.domain_tag,
+            round_constants: keys,
+            mds: &constants.mds_matrices.m,
+            pre_sparse: &constants.pre_sparse_matrix,
+            sparse: constants
+                .sparse_matrixes
+                .iter()
+                .map(|m| (&m.w_hat[..], &m.v_rest[..]))
+                .collect(),
+        };
+        let lanes = PoseidonLanes::new(&spec)
+            .map_err(|e| tracing::info!(width = constants.width(), "Poseidon one hash at a time: {e}"))
+            .ok()
+            .map(|lanes| &*Box::leak(Box::new(lanes)));
+        (constants.domain_tag, keys.clone(), lanes)
+    });
+    (*tag == constants.domain_tag && prepared_keys == keys)
+        .then_some(*lanes)
+        .flatten()
 }
 
 fn quintic(x: Scalar) -> Scalar {
@@ -167,6 +205,42 @@ mod tests {
         // And it is the hash neptune computes outside a circuit.
         assert_eq!(ours, Poseidon::new_with_preimage(&preimage, &constants).hash());
         aux.len()
+    }
+
+    fn compare_lanes<A: Arity<Scalar>>(seed: u64) {
+        let constants = PoseidonConstants::<Scalar, A>::new();
+        let Some(prepared) = lanes(&constants) else {
+            eprintln!("skipped: no Poseidon lanes on this processor");
+            return;
+        };
+        let arity = A::to_usize();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        // Eleven preimages: a full batch of eight and a partial one.
+        let preimages: Vec<Scalar> = (0..11 * arity).map(|_| Scalar::random(&mut rng)).collect();
+        let trace_len = prepared.trace_len();
+        let mut traces = vec![Scalar::ZERO; 11 * trace_len];
+        prepared.hash(&preimages, &mut traces);
+        for (k, (preimage, trace)) in preimages.chunks(arity).zip(traces.chunks(trace_len)).enumerate() {
+            let mut aux: Vec<Scalar> = Vec::new();
+            poseidon_hash(&mut aux, preimage, &constants);
+            assert_eq!(aux.len(), trace_len, "arity {arity}: trace lengths differ");
+            if let Some(i) = (0..trace_len).find(|&i| aux[i] != trace[i]) {
+                panic!("arity {arity}, seed {seed}, preimage {k}: value {i} of {trace_len} differs");
+            }
+        }
+    }
+
+    /// cuzk-sys's eight-lane Poseidon writes the same trace as the scalar
+    /// writer (itself equal to the circuit, below) for each arity, in full
+    /// and partial batches.
+    #[test]
+    fn native_poseidon_lanes_equal_the_scalar_writer_for_each_arity() {
+        for seed in 0..2 {
+            compare_lanes::<U2>(seed);
+            compare_lanes::<U4>(seed);
+            compare_lanes::<U8>(seed);
+            compare_lanes::<U11>(seed);
+        }
     }
 
     /// Each arity Filecoin uses, against neptune's legacy circuit on

@@ -3,7 +3,7 @@
 //! check that `comm_r = H(comm_c, comm_r_last)`, and one inclusion proof in
 //! its replica tree a challenge.
 
-use super::merkle::{inclusion, Leaf, Level, Poseidon};
+use super::merkle::{inclusion, Leaf, Level, PreparedPaths};
 use super::poseidon::poseidon_hash;
 use super::{Assignment, Aux};
 use cuzk_core::Scalar;
@@ -34,8 +34,10 @@ pub fn sector<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     w.element(sector.comm_r);
     w.input(sector.comm_r);
     poseidon_hash(w, &[sector.comm_c, sector.comm_r_last], U2::PARAMETERS());
+    // The paths' hashes eight at a time where the processor can.
+    let mut hasher = PreparedPaths::new::<U, V, W>(&sector.challenges);
     for (leaf, path) in &sector.challenges {
-        inclusion::<Poseidon, U, V, W>(w, Leaf::Value(*leaf), path);
+        inclusion::<U, V, W>(w, &mut hasher, Leaf::Value(*leaf), path);
     }
 }
 

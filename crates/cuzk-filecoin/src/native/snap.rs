@@ -107,17 +107,17 @@ pub fn prologue(w: &mut Assignment, s: &SnapWitness) -> Shared {
     for &sibling in &s.partition_path {
         w.element(sibling);
     }
-    Poseidon::hash::<U2>(w, &[s.comm_c, s.root_r_old]);
-    Poseidon::hash::<U2>(w, &[s.comm_c, s.root_r_new]);
+    Poseidon.hash::<U2>(w, &[s.comm_c, s.root_r_old]);
+    Poseidon.hash::<U2>(w, &[s.comm_c, s.root_r_new]);
 
     // The apex tree, row by row, and its root's path to comm_d_new.
     let mut row = s.apex_leafs.clone();
     while row.len() > 1 {
-        row = row.chunks(2).map(|pair| Sha256::hash::<U2>(w, pair)).collect();
+        row = row.chunks(2).map(|pair| Sha256.hash::<U2>(w, pair)).collect();
     }
     let apex_root = row.first().copied().unwrap_or(Scalar::ZERO);
     let partition_path: Vec<Vec<Scalar>> = s.partition_path.iter().map(|&x| vec![x]).collect();
-    path_to_root::<Sha256, U2, U0, U0>(w, apex_root, partition_bits, &partition_path);
+    path_to_root::<U2, U0, U0>(w, &mut Sha256, apex_root, partition_bits, &partition_path);
 
     // `gen_challenge_bits`: digests of comm_r_new and the digest's index,
     // each cut into challenges.
@@ -184,7 +184,7 @@ pub fn challenge<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
         for &sibling in path.iter().flatten() {
             w.element(sibling);
         }
-        path_to_root::<Poseidon, U, V, W>(w, leaf, &c_bits, path);
+        path_to_root::<U, V, W>(w, &mut Poseidon, leaf, &c_bits, path);
     }
 
     let to_apex = s.challenge_bit_len - s.partition_bit_len - s.apex_leaf_bit_len;
@@ -194,7 +194,7 @@ pub fn challenge<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
         w.element(sibling);
     }
     let path: Vec<Vec<Scalar>> = c.path_to_apex_leaf.iter().map(|&x| vec![x]).collect();
-    path_to_root::<Sha256, U2, U0, U0>(w, c.leaf_d_new, &c_bits[..to_apex], &path);
+    path_to_root::<U2, U0, U0>(w, &mut Sha256, c.leaf_d_new, &c_bits[..to_apex], &path);
 }
 
 fn as_bits(bits: &[bool]) -> Vec<Bit> {
