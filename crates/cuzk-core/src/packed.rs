@@ -140,6 +140,93 @@ impl PackedScalars {
         }
     }
 
+    /// Empties the vector, keeping its allocations.
+    pub fn clear(&mut self) {
+        self.len = 0;
+        self.ones.clear();
+        self.wide.clear();
+        self.wide_before.clear();
+        self.values.clear();
+    }
+
+    /// `head`, then `count` pieces of `len` values each, `wide` of them
+    /// wide, in one vector allocated once: piece `i` is made by `make(i,
+    /// scratch)` on the pool into a scratch vector each thread reuses (so
+    /// it stays in cache) and copied into its place, and nothing is
+    /// copied twice. Returns what each `make` returned, in order; `None`
+    /// when a piece's length or wide count is not `len` and `wide` (a
+    /// caller that cannot promise equal pieces joins them another way).
+    pub fn from_pieces<T: Send>(
+        head: &PackedScalars,
+        count: usize,
+        (len, wide): (usize, usize),
+        make: impl Fn(usize, &mut PackedScalars) -> T + Sync,
+    ) -> Option<(Self, Vec<T>)> {
+        let total_wide = head.values.len() + count * wide;
+        if u32::try_from(total_wide).is_err() {
+            return None;
+        }
+        let mut values = Vec::with_capacity(total_wide);
+        values.extend_from_slice(&head.values);
+        values.par_extend(rayon::iter::repeat_n(Scalar::ZERO, count * wide));
+        let scratch = || PackedScalars::with_capacity(len, wide);
+        // Each piece's own bit words, joined below (a 256th of the values).
+        let made: Option<Vec<(Vec<u64>, Vec<u64>, T)>> = if wide == 0 {
+            (0..count)
+                .into_par_iter()
+                .map_init(scratch, |piece, i| {
+                    Self::make_piece(piece, i, (len, wide), None, &make)
+                })
+                .collect()
+        } else {
+            values[head.values.len()..]
+                .par_chunks_mut(wide)
+                .enumerate()
+                .map_init(scratch, |piece, (i, slot)| {
+                    Self::make_piece(piece, i, (len, wide), Some(slot), &make)
+                })
+                .collect()
+        };
+        let made = made?;
+        let mut joined = PackedScalars {
+            len: head.len,
+            ones: Vec::with_capacity((head.len + count * len).div_ceil(64)),
+            wide: Vec::with_capacity((head.len + count * len).div_ceil(64)),
+            wide_before: Vec::with_capacity((head.len + count * len).div_ceil(64)),
+            values: Vec::new(),
+        };
+        joined.ones.extend_from_slice(&head.ones);
+        joined.wide.extend_from_slice(&head.wide);
+        joined.wide_before.extend_from_slice(&head.wide_before);
+        let mut outputs = Vec::with_capacity(count);
+        for (ones, wide_bits, output) in made {
+            joined.append_bits(&ones, &wide_bits, len);
+            outputs.push(output);
+        }
+        joined.values = values;
+        Some((joined, outputs))
+    }
+
+    /// One piece of [`from_pieces`](Self::from_pieces): made into
+    /// `piece`, its wide values copied into `slot`, its bit words kept.
+    fn make_piece<T>(
+        piece: &mut PackedScalars,
+        i: usize,
+        (len, wide): (usize, usize),
+        slot: Option<&mut [Scalar]>,
+        make: &impl Fn(usize, &mut PackedScalars) -> T,
+    ) -> Option<(Vec<u64>, Vec<u64>, T)> {
+        piece.clear();
+        let output = make(i, piece);
+        if piece.len != len || piece.values.len() != wide {
+            return None;
+        }
+        if let Some(slot) = slot {
+            slot.copy_from_slice(&piece.values);
+        }
+        Some((piece.ones.clone(), piece.wide.clone(), output))
+    }
+
     /// Appends every value of `other`, a word at a time.
     pub fn append(&mut self, other: &PackedScalars) {
         if other.is_empty() {
@@ -150,14 +237,24 @@ impl PackedScalars {
             u32::try_from(self.values.len() + other.values.len()).is_ok(),
             "more than 2^32 wide values in one vector"
         );
+        self.append_bits(&other.ones, &other.wide, other.len);
+        self.values.extend_from_slice(&other.values);
+    }
+
+    /// Appends the bit words of `len` values (their wide values go into
+    /// `values` separately) and counts the wide ones before each new word.
+    fn append_bits(&mut self, other_ones: &[u64], other_wide: &[u64], len: usize) {
+        if len == 0 {
+            return;
+        }
         let shift = (self.len % 64) as u32;
         let first_new = self.ones.len();
         if shift == 0 {
-            self.ones.extend_from_slice(&other.ones);
-            self.wide.extend_from_slice(&other.wide);
+            self.ones.extend_from_slice(other_ones);
+            self.wide.extend_from_slice(other_wide);
         } else {
-            let words = (self.len + other.len).div_ceil(64);
-            for (&ones, &wide) in other.ones.iter().zip(&other.wide) {
+            let words = (self.len + len).div_ceil(64);
+            for (&ones, &wide) in other_ones.iter().zip(other_wide) {
                 let last = self.ones.len() - 1;
                 self.ones[last] |= ones << shift;
                 self.wide[last] |= wide << shift;
@@ -177,8 +274,7 @@ impl PackedScalars {
             self.wide_before.push(before);
             before += self.wide[w].count_ones();
         }
-        self.values.extend_from_slice(&other.values);
-        self.len += other.len;
+        self.len += len;
     }
 
     /// Value `index` (below [`len`](Self::len)).
@@ -290,6 +386,51 @@ mod tests {
             assert_eq!(packed.wide_count(), wide);
             // One at a time gives the same (canonical) form as in parallel.
             assert_eq!(plain.iter().copied().collect::<PackedScalars>(), packed);
+        }
+    }
+
+    /// Pieces made in place equal the pieces made apart and joined, for
+    /// heads and piece lengths on and off word boundaries, with and
+    /// without wide values; a piece of another shape gives `None`.
+    #[test]
+    fn packed_scalars_from_pieces_equals_joining_them() {
+        for (head_len, len) in [(0, 64), (5, 64), (0, 100), (70, 33), (1, 1)] {
+            for wide_values in [true, false] {
+                let piece = |i: usize| -> Vec<Scalar> {
+                    // The same wide positions in every piece, the values differing.
+                    values(len, 3)
+                        .into_iter()
+                        .enumerate()
+                        .map(
+                            |(k, v)| match (v == Scalar::ZERO || v == Scalar::ONE, wide_values) {
+                                (true, _) => v,
+                                (false, true) => Scalar::from((1000 + i * len + k) as u64),
+                                (false, false) => Scalar::ONE,
+                            },
+                        )
+                        .collect()
+                };
+                let head = PackedScalars::from_scalars(&values(head_len, 9));
+                let pieces: Vec<PackedScalars> =
+                    (0..37).map(|i| PackedScalars::from_scalars(&piece(i))).collect();
+                let expected = PackedScalars::concat(std::iter::once(&head).chain(&pieces));
+                let shape = (len, pieces[0].wide_count());
+                let (joined, outputs) = PackedScalars::from_pieces(&head, 37, shape, |i, scratch| {
+                    piece(i).into_iter().for_each(|v| scratch.push(v));
+                    i * 2
+                })
+                .expect("equal pieces");
+                assert_eq!(joined, expected, "head {head_len}, len {len}, wide {wide_values}");
+                assert_eq!(outputs, (0..37).map(|i| i * 2).collect::<Vec<_>>());
+                // One piece longer than the others.
+                let uneven = PackedScalars::from_pieces(&head, 37, shape, |i, scratch| {
+                    piece(i).into_iter().for_each(|v| scratch.push(v));
+                    if i == 20 {
+                        scratch.push_bit(true);
+                    }
+                });
+                assert!(uneven.is_none());
+            }
         }
     }
 

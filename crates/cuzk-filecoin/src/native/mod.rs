@@ -67,10 +67,16 @@ impl Aux for Assignment {
 }
 
 /// A partition's variables: `prologue`'s, then each of `units` written by
-/// `write` on the pool, each into a packed vector of its own, joined in
-/// order. Every unit of a circuit has the same shape: one that writes more
-/// or fewer aux variables than unit 0 is an error (the caller falls back
-/// to the gadgets). Inputs follow the prologue's in the units' order.
+/// `write` on the pool, joined in order. Every unit of a circuit has the
+/// same shape: one that writes more or fewer aux variables than unit 0 is
+/// an error (the caller falls back to the gadgets). Inputs follow the
+/// prologue's in the units' order.
+///
+/// Units with as many wide values as unit 0 (all of them, but for a value
+/// that happens to be 0 or 1) are written into a scratch vector each
+/// thread reuses and copied straight into the partition's vector
+/// ([`PackedScalars::from_pieces`]); otherwise each is written into a
+/// vector of its own and the vectors joined.
 pub fn lay_out<T: Sync>(
     prologue: Assignment,
     units: &[T],
@@ -78,7 +84,7 @@ pub fn lay_out<T: Sync>(
 ) -> Result<cuzk_core::Witness, String> {
     use rayon::prelude::*;
     let Assignment { mut inputs, aux } = prologue;
-    let Some((first, rest)) = units.split_first() else {
+    let Some(first) = units.first() else {
         return Ok(cuzk_core::Witness { inputs, aux });
     };
     let mut unit = Assignment::default();
@@ -87,13 +93,33 @@ pub fn lay_out<T: Sync>(
     if length == 0 {
         return Err("a unit without aux variables".to_string());
     }
-    let capacity = (length, unit.aux.wide_count());
+    let shape = (length, unit.aux.wide_count());
+    let write_into = |i: usize, scratch: &mut PackedScalars| {
+        let mut rest = Assignment {
+            inputs: vec![Scalar::ONE],
+            aux: std::mem::take(scratch),
+        };
+        write(&mut rest, &units[1 + i]);
+        *scratch = rest.aux;
+        rest.inputs
+    };
+    let head = PackedScalars::concat([&aux, &unit.aux]);
+    let in_place =
+        cuzk_core::cores::parallel(|| PackedScalars::from_pieces(&head, units.len() - 1, shape, write_into));
+    if let Some((aux, rest_inputs)) = in_place {
+        inputs.extend_from_slice(&unit.inputs[1..]);
+        for rest in rest_inputs {
+            inputs.extend_from_slice(&rest[1..]);
+        }
+        return Ok(cuzk_core::Witness { inputs, aux });
+    }
     let rest: Vec<Assignment> = cuzk_core::cores::parallel(|| {
-        rest.par_iter()
+        units[1..]
+            .par_iter()
             .map(|item| {
                 let mut unit = Assignment {
                     inputs: vec![Scalar::ONE],
-                    aux: PackedScalars::with_capacity(capacity.0, capacity.1),
+                    aux: PackedScalars::with_capacity(shape.0, shape.1),
                 };
                 write(&mut unit, item);
                 unit
