@@ -26,6 +26,10 @@ use rayon::prelude::*;
 /// the pieces join without shifting).
 const PACK_CHUNK: usize = 1 << 16;
 
+/// A piece of [`PackedScalars::from_pieces`]: its `ones` and `wide` bit
+/// words, and what its maker returned.
+type MadePiece<T> = (Vec<u64>, Vec<u64>, T);
+
 /// Scalars, the 0s and 1s among them as bits. See the module docs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PackedScalars {
@@ -171,7 +175,7 @@ impl PackedScalars {
         values.par_extend(rayon::iter::repeat_n(Scalar::ZERO, count * wide));
         let scratch = || PackedScalars::with_capacity(len, wide);
         // Each piece's own bit words, joined below (a 256th of the values).
-        let made: Option<Vec<(Vec<u64>, Vec<u64>, T)>> = if wide == 0 {
+        let made: Option<Vec<MadePiece<T>>> = if wide == 0 {
             (0..count)
                 .into_par_iter()
                 .map_init(scratch, |piece, i| {
@@ -215,7 +219,7 @@ impl PackedScalars {
         (len, wide): (usize, usize),
         slot: Option<&mut [Scalar]>,
         make: &impl Fn(usize, &mut PackedScalars) -> T,
-    ) -> Option<(Vec<u64>, Vec<u64>, T)> {
+    ) -> Option<MadePiece<T>> {
         piece.clear();
         let output = make(i, piece);
         if piece.len != len || piece.values.len() != wide {
