@@ -214,18 +214,31 @@ impl PoseidonLanes {
         assert_eq!(preimages.len() % arity, 0, "whole preimages");
         let count = preimages.len() / arity;
         assert_eq!(traces.len(), count * trace_len, "a trace for every preimage");
-        for (chunk, traces) in preimages
-            .chunks(LANES * arity)
-            .zip(traces.chunks_mut(LANES * trace_len))
-        {
+        // Two groups of eight lanes at a time (their products overlap),
+        // one group for what is left over eight.
+        let (mut preimages, mut traces) = (preimages, traces);
+        while !preimages.is_empty() {
+            let batch = if preimages.len() > LANES * arity {
+                2 * LANES
+            } else {
+                LANES
+            }
+            .min(preimages.len() / arity);
+            let (chunk, rest) = preimages.split_at(batch * arity);
+            let (out, rest_out) = std::mem::take(&mut traces).split_at_mut(batch * trace_len);
             #[cfg(target_arch = "x86_64")]
             // SAFETY: a PoseidonLanes exists only where `available()` said
             // the processor has the features the batch is compiled for.
             unsafe {
-                ifma::hash_batch(self, chunk, traces)
+                if batch > LANES {
+                    ifma::hash_batch::<2>(self, chunk, out)
+                } else {
+                    ifma::hash_batch::<1>(self, chunk, out)
+                }
             };
             #[cfg(not(target_arch = "x86_64"))]
-            unreachable!("no PoseidonLanes without IFMA: {} {}", chunk.len(), traces.len());
+            unreachable!("no PoseidonLanes without IFMA: {} {}", chunk.len(), out.len());
+            (preimages, traces) = (rest, rest_out);
         }
     }
 }
@@ -270,7 +283,11 @@ mod ifma {
 
     #[inline(always)]
     unsafe fn splat_limbs(x: &Limbs) -> Fe {
-        Fe(std::array::from_fn(|i| splat(x[i])))
+        let mut limbs = [_mm512_setzero_si512(); 5];
+        for (limb, &x) in limbs.iter_mut().zip(x) {
+            *limb = splat(x);
+        }
+        Fe(limbs)
     }
 
     impl Field {
@@ -343,17 +360,6 @@ mod ifma {
             self.reduce(t)
         }
 
-        /// `sum(a[i] * b[i]) / 2^260 mod p`, one reduction for all, for
-        /// at most twelve terms with `a[i] < 2p`, `b[i] < p`: below `2p`.
-        #[inline(always)]
-        unsafe fn dot(&self, a: &[Fe], b: &[Fe]) -> Fe {
-            let mut t = [self.zero; 10];
-            for (x, y) in a.iter().zip(b) {
-                self.product_into(&mut t, x, y);
-            }
-            self.reduce(t)
-        }
-
         /// `x - m` where `x >= m`, else `x` (limbs normalized, `m` a
         /// multiple of p).
         #[inline(always)]
@@ -366,15 +372,19 @@ mod ifma {
                 difference[i] = _mm512_and_si512(d, self.mask);
             }
             let below = _mm512_cmpneq_epi64_mask(borrow, self.zero);
-            Fe(std::array::from_fn(|i| {
-                _mm512_mask_blend_epi64(below, difference[i], x.0[i])
-            }))
+            for (d, &x) in difference.iter_mut().zip(&x.0) {
+                *d = _mm512_mask_blend_epi64(below, *d, x);
+            }
+            Fe(difference)
         }
 
         /// `a + b` for `a, b < 2p`: below `2p`.
         #[inline(always)]
         unsafe fn add(&self, a: &Fe, b: &Fe) -> Fe {
-            let mut sum: [__m512i; 5] = std::array::from_fn(|i| _mm512_add_epi64(a.0[i], b.0[i]));
+            let mut sum = a.0;
+            for (s, &b) in sum.iter_mut().zip(&b.0) {
+                *s = _mm512_add_epi64(*s, b);
+            }
             self.normalize(&mut sum);
             self.subtract_if_at_least(Fe(sum), &self.two_p)
         }
@@ -388,9 +398,10 @@ mod ifma {
                     columns[i][lane] = limb;
                 }
             }
-            let plain = Fe(std::array::from_fn(|i| {
-                _mm512_loadu_si512(columns[i].as_ptr().cast())
-            }));
+            let mut plain = Fe([self.zero; 5]);
+            for (limb, column) in plain.0.iter_mut().zip(&columns) {
+                *limb = _mm512_loadu_si512(column.as_ptr().cast());
+            }
             // x 2^256 * 2^264 / 2^260 = x 2^260.
             self.mul(&plain, to_lanes_form)
         }
@@ -402,17 +413,20 @@ mod ifma {
         unsafe fn store(&self, x: &Fe) -> [[u64; 4]; LANES] {
             let low_nibble = _mm512_and_si512(x.0[0], splat(15));
             let k = _mm512_and_si512(_mm512_sub_epi64(self.zero, low_nibble), splat(15));
-            let mut sum: [__m512i; 5] =
-                std::array::from_fn(|i| _mm512_add_epi64(x.0[i], _mm512_mullo_epi64(k, self.p[i])));
+            let mut sum = x.0;
+            for (s, &p) in sum.iter_mut().zip(&self.p) {
+                *s = _mm512_add_epi64(*s, _mm512_mullo_epi64(k, p));
+            }
             self.normalize(&mut sum);
-            let shifted = Fe(std::array::from_fn(|i| {
+            let mut shifted = Fe([self.zero; 5]);
+            for i in 0..5 {
                 let high = if i < 4 {
                     _mm512_slli_epi64::<48>(_mm512_and_si512(sum[i + 1], splat(15)))
                 } else {
                     self.zero
                 };
-                _mm512_or_si512(_mm512_srli_epi64::<4>(sum[i]), high)
-            }));
+                shifted.0[i] = _mm512_or_si512(_mm512_srli_epi64::<4>(sum[i]), high);
+            }
             let canonical = self.subtract_if_at_least(shifted, &self.p).0;
             let packed = [
                 _mm512_or_si512(canonical[0], _mm512_slli_epi64::<52>(canonical[1])),
@@ -437,6 +451,51 @@ mod ifma {
         }
     }
 
+    /// `G` groups of eight lanes side by side: each operation runs on
+    /// every group in turn, so the processor overlaps their (independent)
+    /// chains of products, which one group alone would leave waiting.
+    #[derive(Clone, Copy)]
+    struct Groups<const G: usize>([Fe; G]);
+
+    impl<const G: usize> Groups<G> {
+        #[inline(always)]
+        unsafe fn splat(x: &Limbs) -> Self {
+            Self([splat_limbs(x); G])
+        }
+
+        #[inline(always)]
+        unsafe fn mul(&self, field: &Field, other: &Self) -> Self {
+            let mut out = *self;
+            for (o, b) in out.0.iter_mut().zip(&other.0) {
+                *o = field.mul(o, b);
+            }
+            out
+        }
+
+        #[inline(always)]
+        unsafe fn add(&self, field: &Field, other: &Self) -> Self {
+            let mut out = *self;
+            for (o, b) in out.0.iter_mut().zip(&other.0) {
+                *o = field.add(o, b);
+            }
+            out
+        }
+
+        /// `sum(elements[i] * constants[i])`, one reduction a group.
+        #[inline(always)]
+        unsafe fn dot(field: &Field, elements: &[Self], constants: &[Fe]) -> Self {
+            let mut out = Self([Fe([field.zero; 5]); G]);
+            for (g, o) in out.0.iter_mut().enumerate() {
+                let mut t = [field.zero; 10];
+                for (x, c) in elements.iter().zip(constants) {
+                    field.product_into(&mut t, &x.0[g], c);
+                }
+                *o = field.reduce(t);
+            }
+            out
+        }
+    }
+
     /// Where the trace goes: lane `l`'s value `n` at `l * trace_len + n`,
     /// for the lanes that hold a preimage.
     struct Traces<'a> {
@@ -448,19 +507,27 @@ mod ifma {
 
     impl Traces<'_> {
         #[inline(always)]
-        unsafe fn emit(&mut self, field: &Field, x: &Fe) {
-            let stored = field.store(x);
-            for (lane, words) in stored.iter().take(self.lanes).enumerate() {
-                self.out[lane * self.trace_len + self.next] = Scalar::from(blst_fr { l: *words });
+        unsafe fn emit<const G: usize>(&mut self, field: &Field, x: &Groups<G>) {
+            for (g, group) in x.0.iter().enumerate() {
+                let stored = field.store(group);
+                let first = g * LANES;
+                for (lane, words) in stored.iter().enumerate().take(self.lanes.saturating_sub(first)) {
+                    self.out[(first + lane) * self.trace_len + self.next] =
+                        Scalar::from(blst_fr { l: *words });
+                }
             }
             self.next += 1;
         }
     }
 
-    /// Up to eight preimages through the permutation (lanes past the last
+    /// Up to `8 G` preimages through the permutation (lanes past the last
     /// preimage hash a copy of it and write nothing).
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    pub(super) unsafe fn hash_batch(constants: &PoseidonLanes, preimages: &[Scalar], traces: &mut [Scalar]) {
+    pub(super) unsafe fn hash_batch<const G: usize>(
+        constants: &PoseidonLanes,
+        preimages: &[Scalar],
+        traces: &mut [Scalar],
+    ) {
         let field = Field::new();
         let width = constants.width;
         let arity = width - 1;
@@ -468,10 +535,12 @@ mod ifma {
         // blst holds 256 as 256 * 2^256 = 2^264 (mod p), the factor that
         // takes blst's form to the lanes' in one product.
         let to_lanes_form = splat_limbs(&to_limbs(words(&Scalar::from(256u64))));
-        let mut state = [Fe([field.zero; 5]); MAX_WIDTH];
+        let mut state = [Groups::<G>([Fe([field.zero; 5]); G]); MAX_WIDTH];
         for (i, element) in state.iter_mut().enumerate().skip(1).take(arity) {
-            let lane_value = |lane: usize| &preimages[lane.min(lanes - 1) * arity + i - 1];
-            *element = field.load(std::array::from_fn(lane_value), &to_lanes_form);
+            for (g, group) in element.0.iter_mut().enumerate() {
+                let lane_value = |lane: usize| &preimages[(g * LANES + lane).min(lanes - 1) * arity + i - 1];
+                *group = field.load(std::array::from_fn(lane_value), &to_lanes_form);
+            }
         }
         let state = &mut state[..width];
         let mut out = Traces {
@@ -483,14 +552,16 @@ mod ifma {
         let keys = &constants.keys;
 
         // The first full round: keys before and after each S-box.
-        state[0] = splat_limbs(&constants.first_state0);
+        state[0] = Groups::splat(&constants.first_state0);
         for i in 1..width {
-            let shifted = field.add(&state[i], &splat_limbs(&keys[i]));
-            let square = field.mul(&shifted, &shifted);
+            let shifted = state[i].add(&field, &Groups::splat(&keys[i]));
+            let square = shifted.mul(&field, &shifted);
             out.emit(&field, &square);
-            let fourth = field.mul(&square, &square);
+            let fourth = square.mul(&field, &square);
             out.emit(&field, &fourth);
-            state[i] = field.add(&field.mul(&fourth, &shifted), &splat_limbs(&keys[width + i]));
+            state[i] = fourth
+                .mul(&field, &shifted)
+                .add(&field, &Groups::splat(&keys[width + i]));
             out.emit(&field, &state[i]);
         }
         let mut offset = 2 * width;
@@ -542,22 +613,27 @@ mod ifma {
             field.store(&a),
             field.store(&field.mul(&a, &b)),
             field.store(&field.add(&a, &b)),
-            field.store(&field.dot(&[a, b], &[a, b])),
+            field.store(&Groups::<1>::dot(&field, &[Groups([a]), Groups([b])], &[a, b]).0[0]),
         ]
     }
 
     /// An S-box of a round after the first: the input, `x^2`, `x^4`,
     /// `x^5 (+ key)`, each into the trace.
     #[inline(always)]
-    unsafe fn s_box(field: &Field, out: &mut Traces, x: &Fe, key: Option<&Limbs>) -> Fe {
+    unsafe fn s_box<const G: usize>(
+        field: &Field,
+        out: &mut Traces,
+        x: &Groups<G>,
+        key: Option<&Limbs>,
+    ) -> Groups<G> {
         out.emit(field, x);
-        let square = field.mul(x, x);
+        let square = x.mul(field, x);
         out.emit(field, &square);
-        let fourth = field.mul(&square, &square);
+        let fourth = square.mul(field, &square);
         out.emit(field, &fourth);
-        let mut fifth = field.mul(&fourth, x);
+        let mut fifth = fourth.mul(field, x);
         if let Some(key) = key {
-            fifth = field.add(&fifth, &splat_limbs(key));
+            fifth = fifth.add(field, &Groups::splat(key));
         }
         out.emit(field, &fifth);
         fifth
@@ -567,7 +643,12 @@ mod ifma {
     /// for it: the pre-sparse one before the partial rounds, the sparse
     /// ones during them, the full one otherwise.
     #[inline(always)]
-    unsafe fn mix(field: &Field, constants: &PoseidonLanes, state: &mut [Fe], round: usize) {
+    unsafe fn mix<const G: usize>(
+        field: &Field,
+        constants: &PoseidonLanes,
+        state: &mut [Groups<G>],
+        round: usize,
+    ) {
         let sparse_offset = constants.half_full_rounds - 1;
         if round == sparse_offset {
             dense(field, state, &constants.pre_sparse);
@@ -577,10 +658,10 @@ mod ifma {
             for (w, entry) in w.iter_mut().zip(w_hat) {
                 *w = splat_limbs(entry);
             }
-            let first = field.dot(state, &w[..state.len()]);
+            let first = Groups::dot(field, state, &w[..state.len()]);
             let state0 = state[0];
             for (element, v) in state[1..].iter_mut().zip(v_rest) {
-                *element = field.add(element, &field.mul(&state0, &splat_limbs(v)));
+                *element = element.add(field, &state0.mul(field, &Groups::splat(v)));
             }
             state[0] = first;
         } else {
@@ -590,16 +671,16 @@ mod ifma {
 
     /// `state <- state * matrix` (`matrix[i][j]` at `i * width + j`).
     #[inline(always)]
-    unsafe fn dense(field: &Field, state: &mut [Fe], matrix: &[Limbs]) {
+    unsafe fn dense<const G: usize>(field: &Field, state: &mut [Groups<G>], matrix: &[Limbs]) {
         let width = state.len();
-        let mut before = [Fe([field.zero; 5]); MAX_WIDTH];
+        let mut before = [Groups([Fe([field.zero; 5]); G]); MAX_WIDTH];
         before[..width].copy_from_slice(state);
         let mut column = [Fe([field.zero; 5]); MAX_WIDTH];
         for (j, element) in state.iter_mut().enumerate() {
             for (i, entry) in column[..width].iter_mut().enumerate() {
                 *entry = splat_limbs(&matrix[i * width + j]);
             }
-            *element = field.dot(&before[..width], &column[..width]);
+            *element = Groups::dot(field, &before[..width], &column[..width]);
         }
     }
 }
