@@ -5,7 +5,7 @@
 //! siblings, the `insert` gadget's picks and the level's hash (Poseidon, or
 //! SHA-256 for tree D); then the index bits packed into public inputs.
 
-use super::poseidon::{lanes, poseidon_hash};
+use super::poseidon::{poseidon_hash, PreparedHashes};
 use super::sha256::sha256_leaves;
 use super::{Assignment, Aux};
 use cuzk_core::Scalar;
@@ -58,27 +58,17 @@ impl TreeHash for Poseidon {
 }
 
 /// The Poseidon hashes of inclusion paths computed ahead, all paths a
-/// level at a time, eight hashes at once (cuzk-sys's IFMA lanes), and
-/// handed to the writer in the order it asks for them: path by path,
-/// level by level. A hash asked for out of that order, or of other
-/// children, is computed on the spot (and counted in `misses`).
+/// level at a time, eight hashes at once ([`PreparedHashes`]), and handed
+/// to the writer in the order it asks for them: path by path, level by
+/// level. A hash asked for out of that order, or of other children, is
+/// computed on the spot (and counted in `misses`).
 #[derive(Debug, Default)]
 pub struct PreparedPaths {
-    levels: Vec<PreparedLevel>,
+    levels: Vec<PreparedHashes>,
     paths: usize,
     next: usize,
     /// Hashes that were not prepared and were computed on the spot.
     pub misses: usize,
-}
-
-#[derive(Debug)]
-struct PreparedLevel {
-    arity: usize,
-    trace_len: usize,
-    /// Each path's children at this level, one after another.
-    children: Vec<Scalar>,
-    /// Their hashes' traces (the circuit's values), one after another.
-    traces: Vec<Scalar>,
 }
 
 impl PreparedPaths {
@@ -86,7 +76,7 @@ impl PreparedPaths {
     /// arities `U`, `V`, `W`); nothing where the processor lacks the lanes
     /// or the paths differ in length (every hash is then computed on the
     /// spot, as by [`Poseidon`]).
-    pub fn new<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(paths: &[(Scalar, Vec<Level>)]) -> Self {
+    pub fn new<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(paths: &[(Scalar, &[Level])]) -> Self {
         let unprepared = Self::default();
         let Some(length) = paths.first().map(|(_, levels)| levels.len()) else {
             return unprepared;
@@ -95,19 +85,11 @@ impl PreparedPaths {
         if length < upper || paths.iter().any(|(_, levels)| levels.len() != length) {
             return unprepared;
         }
-        let lanes = |arity: usize| match arity {
-            a if a == U::to_usize() => lanes(U::PARAMETERS()),
-            a if a == V::to_usize() => lanes(V::PARAMETERS()),
-            _ => lanes(W::PARAMETERS()),
-        };
         let arities = std::iter::repeat_n(U::to_usize(), length - upper)
             .chain([V::to_usize(), W::to_usize()].into_iter().filter(|&a| a > 0));
         let mut nodes: Vec<Scalar> = paths.iter().map(|(leaf, _)| *leaf).collect();
         let mut levels = Vec::with_capacity(length);
         for (depth, arity) in arities.enumerate() {
-            let Some(lanes) = lanes(arity) else {
-                return unprepared;
-            };
             let mut children = Vec::with_capacity(paths.len() * arity);
             for ((_, path), node) in paths.iter().zip(&nodes) {
                 let level = &path[depth];
@@ -118,18 +100,18 @@ impl PreparedPaths {
                 children.push(*node);
                 children.extend_from_slice(&level.siblings[level.index..]);
             }
-            let trace_len = lanes.trace_len();
-            let mut traces = vec![Scalar::ZERO; paths.len() * trace_len];
-            lanes.hash(&children, &mut traces);
-            for (node, trace) in nodes.iter_mut().zip(traces.chunks(trace_len)) {
-                *node = trace[trace_len - 1];
+            let prepared = match arity {
+                a if a == U::to_usize() => PreparedHashes::new(U::PARAMETERS(), children),
+                a if a == V::to_usize() => PreparedHashes::new(V::PARAMETERS(), children),
+                _ => PreparedHashes::new(W::PARAMETERS(), children),
+            };
+            let Some(prepared) = prepared else {
+                return unprepared;
+            };
+            for (k, node) in nodes.iter_mut().enumerate() {
+                *node = prepared.output(k);
             }
-            levels.push(PreparedLevel {
-                arity,
-                trace_len,
-                children,
-                traces,
-            });
+            levels.push(prepared);
         }
         Self {
             levels,
@@ -146,13 +128,8 @@ impl TreeHash for PreparedPaths {
         if depth > 0 && self.next < self.paths * depth {
             let (path, level) = (self.next / depth, &self.levels[self.next % depth]);
             self.next += 1;
-            let (arity, trace_len) = (level.arity, level.trace_len);
-            if arity == A::to_usize() && level.children[path * arity..(path + 1) * arity] == *children {
-                let trace = &level.traces[path * trace_len..(path + 1) * trace_len];
-                for &value in trace {
-                    w.element(value);
-                }
-                return trace[trace_len - 1];
+            if let Some(hash) = level.write(path, w, children) {
+                return hash;
             }
         }
         self.misses += 1;
@@ -455,7 +432,8 @@ mod tests {
         let plain = write(&mut |w, path, leaf| {
             inclusion::<U8, U8, U2>(w, &mut Poseidon, Leaf::Value(leaf), path);
         });
-        let mut prepared = PreparedPaths::new::<U8, U8, U2>(&paths);
+        let borrowed: Vec<(Scalar, &[Level])> = paths.iter().map(|(leaf, path)| (*leaf, &path[..])).collect();
+        let mut prepared = PreparedPaths::new::<U8, U8, U2>(&borrowed);
         let lanes = write(&mut |w, path, leaf| {
             inclusion::<U8, U8, U2>(w, &mut prepared, Leaf::Value(leaf), path);
         });
@@ -469,7 +447,7 @@ mod tests {
         }
         // Out of order: the first path asked for last; mismatched hashes
         // are computed on the spot.
-        let mut prepared = PreparedPaths::new::<U8, U8, U2>(&paths);
+        let mut prepared = PreparedPaths::new::<U8, U8, U2>(&borrowed);
         let mut reordered = Assignment::default();
         for (leaf, path) in paths.iter().skip(1).chain(&paths[..1]) {
             inclusion::<U8, U8, U2>(&mut reordered, &mut prepared, Leaf::Value(*leaf), path);

@@ -6,8 +6,8 @@
 //! path, the challenged column's hash and its tree-C path.
 
 use super::bits::{field_bits_le, pack_bits, Bit};
-use super::merkle::{inclusion, Leaf, Level, Poseidon, Sha256};
-use super::poseidon::poseidon_hash;
+use super::merkle::{inclusion, Leaf, Level, Poseidon, PreparedPaths, Sha256};
+use super::poseidon::{poseidon_hash, PreparedHashes};
 use super::sha256::sha256;
 use super::{Assignment, Aux};
 use cuzk_core::Scalar;
@@ -88,12 +88,28 @@ pub fn challenge<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
 ) {
     w.element(c.data_leaf);
     inclusion::<U2, U0, U0>(w, &mut Sha256, Leaf::Allocated(c.data_leaf), &c.comm_d_path);
-    for parent in c.drg_parents.iter().chain(&c.exp_parents) {
+    // The parents' column hashes, then their paths in tree C, computed
+    // ahead eight hashes at a time where the processor can.
+    let parents: Vec<&ColumnWitness> = c.drg_parents.iter().chain(&c.exp_parents).collect();
+    let columns = prepared_column_hashes(&parents);
+    let leaves: Vec<(Scalar, &[Level])> = match &columns {
+        Some(columns) => parents
+            .iter()
+            .enumerate()
+            .map(|(k, parent)| (columns.output(k), &parent.path[..]))
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut paths = PreparedPaths::new::<U, V, W>(&leaves);
+    for (k, parent) in parents.iter().enumerate() {
         for &row in &parent.rows {
             w.element(row);
         }
-        let hash = column_hash(w, &parent.rows);
-        inclusion::<U, V, W>(w, &mut Poseidon, Leaf::Allocated(hash), &parent.path);
+        let prepared = columns
+            .as_ref()
+            .and_then(|columns| columns.write(k, w, &parent.rows));
+        let hash = prepared.unwrap_or_else(|| column_hash(w, &parent.rows));
+        inclusion::<U, V, W>(w, &mut paths, Leaf::Allocated(hash), &parent.path);
     }
     let challenge_bits: Vec<bool> = (0..64).map(|i| c.challenge >> i & 1 == 1).collect();
     for &bit in &challenge_bits {
@@ -158,6 +174,21 @@ fn label(
     let digest = sha256(w, &message);
     let bits = reverse_bit_numbering(digest);
     pack_bits(w, &bits)
+}
+
+/// The columns' hashes ([`column_hash`]) computed ahead, where the
+/// processor has the lanes and every column has as many layers.
+fn prepared_column_hashes(columns: &[&ColumnWitness]) -> Option<PreparedHashes> {
+    let layers = columns.first()?.rows.len();
+    if columns.iter().any(|c| c.rows.len() != layers) {
+        return None;
+    }
+    let preimages: Vec<Scalar> = columns.iter().flat_map(|c| c.rows.iter().copied()).collect();
+    match layers {
+        2 => PreparedHashes::new(U2::PARAMETERS(), preimages),
+        11 => PreparedHashes::new(U11::PARAMETERS(), preimages),
+        _ => None,
+    }
 }
 
 /// `hash_single_column`: Poseidon of the column's values (2 or 11 layers).

@@ -124,6 +124,59 @@ pub fn lanes<A: Arity<Scalar>>(constants: &PoseidonConstants<Scalar, A>) -> Opti
         .flatten()
 }
 
+/// Poseidon hashes of one arity computed ahead, eight at a time
+/// ([`lanes`]), their traces written later in any order, each only for
+/// the preimage it was computed from.
+#[derive(Debug)]
+pub struct PreparedHashes {
+    arity: usize,
+    trace_len: usize,
+    preimages: Vec<Scalar>,
+    traces: Vec<Scalar>,
+}
+
+impl PreparedHashes {
+    /// The hashes of `preimages` (the arity's elements each, one after
+    /// another); `None` where the processor lacks the lanes.
+    pub fn new<A: Arity<Scalar>>(
+        constants: &PoseidonConstants<Scalar, A>,
+        preimages: Vec<Scalar>,
+    ) -> Option<Self> {
+        let lanes = lanes(constants)?;
+        let (arity, trace_len) = (lanes.arity(), lanes.trace_len());
+        if preimages.len() % arity != 0 {
+            return None;
+        }
+        let mut traces = vec![Scalar::ZERO; preimages.len() / arity * trace_len];
+        lanes.hash(&preimages, &mut traces);
+        Some(Self {
+            arity,
+            trace_len,
+            preimages,
+            traces,
+        })
+    }
+
+    /// Hash `k`'s result.
+    pub fn output(&self, k: usize) -> Scalar {
+        self.traces[(k + 1) * self.trace_len - 1]
+    }
+
+    /// Writes hash `k`'s circuit values to `aux` and returns its result,
+    /// if `k` was hashed from `preimage` (else writes nothing).
+    pub fn write(&self, k: usize, aux: &mut impl Aux, preimage: &[Scalar]) -> Option<Scalar> {
+        let given = self.preimages.get(k * self.arity..(k + 1) * self.arity)?;
+        if given != preimage {
+            return None;
+        }
+        let trace = &self.traces[k * self.trace_len..(k + 1) * self.trace_len];
+        for &value in trace {
+            aux.element(value);
+        }
+        Some(trace[self.trace_len - 1])
+    }
+}
+
 fn quintic(x: Scalar) -> Scalar {
     x.square().square() * x
 }

@@ -35,7 +35,12 @@ pub fn sector<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     w.input(sector.comm_r);
     poseidon_hash(w, &[sector.comm_c, sector.comm_r_last], U2::PARAMETERS());
     // The paths' hashes eight at a time where the processor can.
-    let mut hasher = PreparedPaths::new::<U, V, W>(&sector.challenges);
+    let paths: Vec<(Scalar, &[Level])> = sector
+        .challenges
+        .iter()
+        .map(|(leaf, path)| (*leaf, &path[..]))
+        .collect();
+    let mut hasher = PreparedPaths::new::<U, V, W>(&paths);
     for (leaf, path) in &sector.challenges {
         inclusion::<U, V, W>(w, &mut hasher, Leaf::Value(*leaf), path);
     }
