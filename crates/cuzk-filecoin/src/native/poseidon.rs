@@ -144,7 +144,7 @@ impl PreparedHashes {
     ) -> Option<Self> {
         let lanes = lanes(constants)?;
         let (arity, trace_len) = (lanes.arity(), lanes.trace_len());
-        if preimages.len() % arity != 0 {
+        if !preimages.len().is_multiple_of(arity) {
             return None;
         }
         let mut traces = vec![Scalar::ZERO; preimages.len() / arity * trace_len];
