@@ -2,8 +2,9 @@
 //!
 //! Everything `unsafe` in the workspace lives in this crate (the other crates
 //! deny `unsafe_code`): blst's multi-threaded Pippenger MSM and batch
-//! addition, reached through blst's Rust bindings, and the CUDA backend
-//! ([`gpu`], behind the `cuda` feature).
+//! addition, reached through blst's Rust bindings, the CUDA backend
+//! ([`gpu`], behind the `cuda` feature), and legacy Poseidon on eight
+//! preimages at once with AVX-512 IFMA ([`poseidon_lanes`]).
 //!
 //! Why not blstrs' own `multi_exp`: it takes projective points and converts
 //! them all to affine on every call. Parameter files already hold affine
