@@ -1,12 +1,21 @@
 //! Compiles the CUDA kernels when the `cuda` feature is on; nothing otherwise.
+
+#[allow(dead_code)]
+mod limits {
+    include!("src/gpu/limits.rs");
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=cuda");
+    println!("cargo:rerun-if-changed=src/gpu/limits.rs");
     println!("cargo:rerun-if-env-changed=NVCC_APPEND_FLAGS");
     // Only with the `cuda` feature (nothing to do otherwise).
     #[cfg(feature = "cuda")]
     {
         let mut nvcc = sppark::build::ccmd();
         nvcc.define("FEATURE_BLS12_381", None);
+        let min_msm = limits::MIN_DEVICE_MSM.to_string();
+        nvcc.define("CUZK_MIN_DEVICE_MSM", Some(min_msm.as_str()));
         // Host-side field arithmetic in the .cu calls into blst, which picks
         // its ADX (mulx) code the same way: by the build machine's CPU.
         #[cfg(target_arch = "x86_64")]

@@ -398,7 +398,8 @@ typedef curve_t<point2_t, bucket2_t, (size_t)1 << 21, (size_t)1 << 23> g2_curve;
 // No Pippenger MSM below this many points is started when it can be avoided
 // (the Rust side sends fewer "others" to the CPU, and sppark's MSM is not
 // relied on for tiny inputs): the streamed path never leaves a smaller tail.
-static const size_t MIN_MSM = (size_t)1 << 12;
+// The number is the Rust side's (src/gpu/limits.rs), defined by build.rs.
+static const size_t MIN_MSM = (size_t)CUZK_MIN_DEVICE_MSM;
 
 // ---- helpers ----
 

@@ -62,7 +62,7 @@ const VRAM_SLACK: u64 = 2 << 30;
 /// (and sppark's MSM is not relied on for tiny inputs).
 pub const GPU_MIN_DOMAIN: usize = 1 << 14;
 /// MSM parts with fewer points than this run on the CPU beside the GPU.
-const GPU_MIN_MSM: usize = 1 << 12;
+const GPU_MIN_MSM: usize = cuzk_sys::gpu::MIN_DEVICE_MSM;
 
 #[derive(Debug)]
 struct Resident {

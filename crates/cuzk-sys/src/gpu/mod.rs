@@ -668,10 +668,8 @@ pub fn ntt(device: usize, values: &mut [Scalar], inverse: bool, coset: bool) -> 
 /// other 31 bits.
 pub const R1CS_INPUT_BIT: u32 = 1 << 31;
 
-/// MSMs of fewer "other" scalars than this are not run on the device: the
-/// witness path hands them back ([`WitnessOutput::small`]) for the host.
-/// Equal to the device code's `MIN_MSM`.
-pub const MIN_DEVICE_MSM: usize = 1 << 12;
+mod limits;
+pub use limits::MIN_DEVICE_MSM;
 
 /// One nonzero of a compiled R1CS matrix, in the layout the device reads:
 /// the variable (an aux index, or an input index with [`R1CS_INPUT_BIT`])
