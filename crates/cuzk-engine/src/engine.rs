@@ -4,13 +4,15 @@
 
 use crate::config::EngineConfig;
 use crate::job::{Job, JobResult, JobStatus};
+use crate::metrics::FailureReason;
 use crate::metrics::Metrics;
 use crate::plans::PlanSources;
 use crate::sched::{Dispatch, EvictIdle, Handoff, Lane, Rank, WorkItem};
 use crate::srs::SrsManager;
 use crate::stages::{self, finish::FinishItem};
-use crate::state::{fail, finalize, lock, Device, FailureReason, JobTable, Shared};
+use crate::state::{fail, finalize, Device, JobTable, Shared};
 use crate::status::{DeviceStatus, EngineStatus, KindQueue};
+use crate::sync::lock;
 use crate::EngineError;
 use cuzk_core::{CpuBackend, PlanSource, ProofKind, ProofRequest, ProverBackend, R1csCache};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! One proof request inside the engine, from submission to final status.
 
 use crate::srs::{SrsHandle, SrsManager};
-use crate::state::lock;
+use crate::sync::lock;
 use crate::EngineError;
 use cuzk_core::ProofPlan;
 use cuzk_core::{Bls12, Proof};

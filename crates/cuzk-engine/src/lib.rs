@@ -29,6 +29,7 @@ pub mod srs;
 mod stages;
 mod state;
 mod status;
+mod sync;
 mod timeline;
 
 pub use config::EngineConfig;

@@ -1,11 +1,49 @@
 //! Prometheus metrics of the engine.
 
-use crate::state::FailureReason;
 use cuzk_core::{Priority, ProofKind};
 use prometheus::{
     CounterVec, Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
+
+/// The pipeline stage that failed a job (`jobs_failed_total{reason}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FailureReason {
+    /// Its parameters could not be loaded.
+    Parameters,
+    /// A partition's synthesis failed (or panicked).
+    Synthesis,
+    /// A partition held more memory than its plan budgeted.
+    Budget,
+    /// The prover backend failed.
+    Prover,
+    /// The B G2 join or the epilogue failed.
+    Finish,
+    /// The assembled proof did not verify.
+    Verification,
+}
+
+impl FailureReason {
+    pub(crate) const ALL: [FailureReason; 6] = [
+        FailureReason::Parameters,
+        FailureReason::Synthesis,
+        FailureReason::Budget,
+        FailureReason::Prover,
+        FailureReason::Finish,
+        FailureReason::Verification,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            FailureReason::Parameters => "parameters",
+            FailureReason::Synthesis => "synthesis",
+            FailureReason::Budget => "budget",
+            FailureReason::Prover => "prover",
+            FailureReason::Finish => "finish",
+            FailureReason::Verification => "verification",
+        }
+    }
+}
 
 /// The final statuses `jobs_finished_total` counts.
 pub(crate) const FINAL_STATUSES: [&str; 4] = ["completed", "failed", "cancelled", "timeout"];

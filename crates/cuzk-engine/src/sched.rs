@@ -24,7 +24,7 @@
 //! waiting for the device). The budget keeps a reserve for PoSt too.
 
 use crate::job::Job;
-use crate::state::lock;
+use crate::sync::lock;
 use cuzk_core::Priority;
 use cuzk_core::{PartitionData, ProvingParameters};
 use std::cmp::{Ordering, Reverse};

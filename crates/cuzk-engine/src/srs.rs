@@ -18,7 +18,7 @@
 
 use crate::plans::PlanSources;
 use crate::sched::Dispatch;
-use crate::state::lock;
+use crate::sync::lock;
 use crate::EngineError;
 use cuzk_core::{CompiledR1cs, ProvingParameters};
 use std::collections::HashMap;

@@ -3,22 +3,16 @@
 
 use crate::config::EngineConfig;
 use crate::job::{Job, JobStatus};
-use crate::metrics::Metrics;
+use crate::metrics::{FailureReason, Metrics};
 use crate::plans::PlanSources;
 use crate::sched::{Dispatch, Handoff};
 use crate::srs::SrsManager;
+use crate::sync::lock;
 use cuzk_core::{ProofKind, ProverBackend};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
-
-/// Locks `m`, taking the data even if a thread panicked while holding it:
-/// every critical section leaves its data consistent at each step, so one
-/// failed partition must not stop the engine.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Jobs by id, idempotency keys, and finished jobs in the order they ended
 /// (for pruning).
@@ -85,45 +79,6 @@ pub(crate) struct Shared {
     pub(crate) started: Instant,
     pub(crate) completed: AtomicU64,
     pub(crate) failed: AtomicU64,
-}
-
-/// The pipeline stage that failed a job (`jobs_failed_total{reason}`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum FailureReason {
-    /// Its parameters could not be loaded.
-    Parameters,
-    /// A partition's synthesis failed (or panicked).
-    Synthesis,
-    /// A partition held more memory than its plan budgeted.
-    Budget,
-    /// The prover backend failed.
-    Prover,
-    /// The B G2 join or the epilogue failed.
-    Finish,
-    /// The assembled proof did not verify.
-    Verification,
-}
-
-impl FailureReason {
-    pub(crate) const ALL: [FailureReason; 6] = [
-        FailureReason::Parameters,
-        FailureReason::Synthesis,
-        FailureReason::Budget,
-        FailureReason::Prover,
-        FailureReason::Finish,
-        FailureReason::Verification,
-    ];
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            FailureReason::Parameters => "parameters",
-            FailureReason::Synthesis => "synthesis",
-            FailureReason::Budget => "budget",
-            FailureReason::Prover => "prover",
-            FailureReason::Finish => "finish",
-            FailureReason::Verification => "verification",
-        }
-    }
 }
 
 /// Fails `job` (once), counting it under `reason`.

@@ -3,7 +3,9 @@
 
 use super::guarded;
 use crate::job::{Job, JobStatus};
-use crate::state::{fail, finalize, lock, FailureReason, Shared};
+use crate::metrics::FailureReason;
+use crate::state::{fail, finalize, Shared};
+use crate::sync::lock;
 use crate::timeline;
 use cuzk_core::{finish, proof_to_bytes, PendingProof};
 use std::sync::{mpsc, Arc, Mutex};

@@ -3,8 +3,10 @@
 use super::finish::{finish_one, FinishItem};
 use super::guarded;
 use crate::job::Job;
+use crate::metrics::FailureReason;
 use crate::sched::{Lane, Rank, ReadyItem, WorkItem, URGENT};
-use crate::state::{fail, lock, FailureReason, Shared};
+use crate::state::{fail, Shared};
+use crate::sync::lock;
 use crate::timeline;
 use cuzk_core::{BackendError, ProverInput};
 use std::sync::atomic::Ordering;

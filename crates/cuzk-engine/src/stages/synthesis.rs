@@ -1,8 +1,9 @@
 //! Stage 1: dispatcher -> parameters -> synthesis -> hand-off.
 
 use super::guarded;
+use crate::metrics::FailureReason;
 use crate::sched::{Lane, ReadyItem};
-use crate::state::{fail, FailureReason, Shared};
+use crate::state::{fail, Shared};
 use crate::timeline;
 use cuzk_core::{cores, PartitionData};
 use std::sync::Arc;
