@@ -1,7 +1,7 @@
 //! `cuzk-bench gpu-bench`: the CUDA backend timed side by side with
 //! supraseal-c2 on the same parameter file and assignment, in one run. (Its
 //! correctness checks are tests: `cargo test -p cuzk-core -p cuzk-sys
-//! --features cuda --release`, see the README.)
+//! --features cuda --release`, see the README's Tests.)
 
 use anyhow::{bail, Context};
 use clap::Args;
