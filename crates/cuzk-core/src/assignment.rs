@@ -337,18 +337,7 @@ impl ConstraintSystem<Scalar> for Synthesizer {
         out.c.push(c);
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    crate::flat_namespaces!();
 }
 
 /// Synthesises `circuit` into a [`ProvingAssignment`].

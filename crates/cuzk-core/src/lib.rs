@@ -21,6 +21,7 @@
 
 pub mod assignment;
 pub mod backend;
+pub mod constraint_system;
 pub mod cores;
 pub mod domain;
 pub mod groth16;

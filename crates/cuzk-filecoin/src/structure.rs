@@ -1053,29 +1053,9 @@ impl bellperson::ConstraintSystem<Fr> for Counter {
         )))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(bellperson::LinearCombination<Fr>) -> bellperson::LinearCombination<Fr>,
-        LB: FnOnce(bellperson::LinearCombination<Fr>) -> bellperson::LinearCombination<Fr>,
-        LC: FnOnce(bellperson::LinearCombination<Fr>) -> bellperson::LinearCombination<Fr>,
-    {
-        self.0.constraints += 1;
-    }
+    cuzk_core::enforce_without_combinations!(this => this.0.constraints += 1);
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    cuzk_core::flat_namespaces!();
 }
 
 #[cfg(test)]

@@ -1069,30 +1069,11 @@ impl ConstraintSystem<Scalar> for WitnessOnly {
         Ok(Variable(Index::Input(self.witness.inputs.len() - 1)))
     }
 
-    /// The recorded matrices stand for the constraint, so its linear
-    /// combinations are never built.
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-    }
+    // The recorded matrices stand for the constraint, so its linear
+    // combinations are never built.
+    crate::enforce_without_combinations!();
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    crate::flat_namespaces!();
 }
 
 /// Variable values in whole scalars, while units fill their slices.
@@ -1188,28 +1169,9 @@ impl ConstraintSystem<Scalar> for UnitWitness<'_> {
         Ok(Variable(Index::Input(k)))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-    }
+    crate::enforce_without_combinations!();
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    crate::flat_namespaces!();
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! values of the variables a gadget allocates (inputs and aux), in order,
 //! and nothing else (no constraint, no name).
 
-use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellperson::{ConstraintSystem, Index, SynthesisError, Variable};
 use cuzk_core::Scalar;
 
 #[derive(Default)]
@@ -34,26 +34,7 @@ impl ConstraintSystem<Scalar> for Allocations {
         Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-    }
+    cuzk_core::enforce_without_combinations!();
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    cuzk_core::flat_namespaces!();
 }
