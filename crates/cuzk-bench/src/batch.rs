@@ -246,7 +246,8 @@ impl ProofArgs {
             cuzk_filecoin::PlanOptions {
                 allow_unverifiable: true,
                 ..Default::default()
-            },
+            }
+            .with_environment(),
         )?;
         Ok((submission, planned.plan, planned.unverifiable))
     }

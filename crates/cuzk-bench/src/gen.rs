@@ -118,7 +118,9 @@ fn run_real(spec: &cuzk_filecoin::structure::StructureSpec, args: &GenArgs) -> a
     let dir = &args.out;
     std::fs::create_dir_all(dir)?;
     let request = cuzk_filecoin::structure::generate(spec)?.proof_request()?;
-    let plans = cuzk_filecoin::FilecoinPlans::new(dir.clone()).with_allow_unverifiable(true);
+    let plans = cuzk_filecoin::FilecoinPlans::new(dir.clone())
+        .with_environment()
+        .with_allow_unverifiable(true);
     let plan = plans.plan(&request).context("not a Filecoin request")??;
     let circuit_id = plan.circuit_id();
     let started = Instant::now();

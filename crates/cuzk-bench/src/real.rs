@@ -23,6 +23,8 @@ static PEAK_RSS: AtomicU64 = AtomicU64::new(0);
 const ALLOW: PlanOptions = PlanOptions {
     allow_unverifiable: true,
     gadget_witness: false,
+    sequential_witness: false,
+    without_compiled_r1cs: false,
     r1cs_store: None,
 };
 
@@ -67,7 +69,8 @@ pub fn run_inputs(args: RealInputsArgs) -> anyhow::Result<()> {
     let path = input.write(&args.out)?;
     let request = input.proof_request()?;
     // Plan it as a daemon with the switch on would: every structural check.
-    let planned = cuzk_filecoin::plan_with(&request, ALLOW).context("planning the written request")?;
+    let planned = cuzk_filecoin::plan_with(&request, ALLOW.with_environment())
+        .context("planning the written request")?;
     let file_len = std::fs::metadata(&path)?.len();
     let message = request_bytes(&request);
     println!(
@@ -569,12 +572,16 @@ pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
     }
     if let Some(runs) = args.native_only {
         out.insert("poseidon_arity8".into(), poseidon_rates());
-        let out =
-            structure::with_partition_circuit(&request, ALLOW, args.partition, NativeOnly { runs, out })?;
+        let out = structure::with_partition_circuit(
+            &request,
+            ALLOW.with_environment(),
+            args.partition,
+            NativeOnly { runs, out },
+        )?;
         print_output(out);
         return Ok(());
     }
-    let plan = cuzk_filecoin::plan_with(&request, ALLOW)?.plan;
+    let plan = cuzk_filecoin::plan_with(&request, ALLOW.with_environment())?.plan;
     let measure = Measure {
         plan,
         partition: args.partition,
@@ -584,7 +591,7 @@ pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
     };
     let out = structure::with_partition_circuit(
         &request,
-        ALLOW,
+        ALLOW.with_environment(),
         args.partition,
         Planned(measure, planned, plan_cpu),
     )?;

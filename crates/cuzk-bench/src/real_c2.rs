@@ -210,7 +210,9 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join("cuzk-real-c2");
     std::fs::create_dir_all(&dir)?;
     let request = generate(&args.spec)?.proof_request()?;
-    let plans = FilecoinPlans::new(dir.clone()).with_allow_unverifiable(true);
+    let plans = FilecoinPlans::new(dir.clone())
+        .with_environment()
+        .with_allow_unverifiable(true);
     let plan = plans.plan(&request).context("not a Filecoin request")??;
     let circuit_id = plan.circuit_id();
 
@@ -250,6 +252,7 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
             &args,
             &setup,
             FilecoinPlans::new(dir.clone())
+                .with_environment()
                 .with_allow_unverifiable(true)
                 .with_gadget_witness(pass.gadgets),
             *pass,

@@ -119,6 +119,7 @@ pub fn plan_sources(
     }
     sources.push(Arc::new(
         cuzk_filecoin::FilecoinPlans::new(param_dir.to_path_buf())
+            .with_environment()
             .with_full_point_check(full_point_check)
             .with_allow_unverifiable(allow_unverifiable)
             .with_r1cs_store(r1cs_store),

@@ -54,6 +54,15 @@ impl FilecoinPlans {
         }
     }
 
+    /// The comparison switches of this process's environment
+    /// ([`PlanOptions::with_environment`]), for a binary at its start.
+    pub fn with_environment(self) -> Self {
+        Self {
+            options: self.options.with_environment(),
+            ..self
+        }
+    }
+
     /// `gadgets`: every witness through the circuit's gadgets, native
     /// writers left aside (see [`PlanOptions::gadget_witness`]).
     pub fn with_gadget_witness(self, gadgets: bool) -> Self {

@@ -162,9 +162,7 @@ fn plans_cache_the_compiled_r1cs_per_circuit_id() {
     );
     assert_eq!(first.num_constraints(), POREP_2KIB_CONSTRAINTS);
 
-    if cuzk_filecoin::plans::r1cs_enabled() {
-        // The plan's own synthesis goes through it and matches.
-        let ours = plan.synthesize(0).unwrap();
-        assert!(ours == first.synthesize(plan.circuit(0).unwrap()).unwrap());
-    }
+    // The plan's own synthesis goes through it and matches.
+    let ours = plan.synthesize(0).unwrap();
+    assert!(ours == first.synthesize(plan.circuit(0).unwrap()).unwrap());
 }

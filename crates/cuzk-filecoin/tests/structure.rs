@@ -38,6 +38,8 @@ use storage_proofs_update::PartitionProof;
 const ALLOW: PlanOptions = PlanOptions {
     allow_unverifiable: true,
     gadget_witness: false,
+    sequential_witness: false,
+    without_compiled_r1cs: false,
     r1cs_store: None,
 };
 

@@ -23,6 +23,8 @@ use std::time::Instant;
 const ALLOW: PlanOptions = PlanOptions {
     allow_unverifiable: true,
     gadget_witness: false,
+    sequential_witness: false,
+    without_compiled_r1cs: false,
     r1cs_store: None,
 };
 

@@ -102,9 +102,15 @@ pub struct PlanOptions {
     pub allow_unverifiable: bool,
     /// Every witness through the circuit's gadgets, even where a native
     /// writer exists ([`FilecoinProof::native_witness`]): for side-by-side
-    /// measurements. Off (native writers used) unless set;
-    /// `CUZK_NATIVE_WITNESS=off` does the same for a whole process.
+    /// measurements. Off (native writers used) unless set (a binary sets
+    /// it from `CUZK_NATIVE_WITNESS=off`, [`with_environment`](Self::with_environment)).
     pub gadget_witness: bool,
+    /// Every gadget witness in one sequential pass, not by units on all
+    /// cores (`CUZK_PARALLEL_WITNESS=off`): for comparisons.
+    pub sequential_witness: bool,
+    /// Partitions synthesised by `cuzk_core::synthesize`, no compiled R1CS
+    /// recorded or held (`CUZK_R1CS=off`): the old path, for comparisons.
+    pub without_compiled_r1cs: bool,
     /// Where the circuits' compiled R1CS files are kept (read at a
     /// circuit's first use instead of recording it, written after a
     /// recording); `None`: recorded in memory at every start.
@@ -117,6 +123,20 @@ pub struct PlanOptions {
 pub const CIRCUIT_SHAPE: &str = env!("CUZK_CIRCUIT_SHAPE");
 
 impl PlanOptions {
+    /// These options with the comparison switches a process's environment
+    /// sets (`CUZK_NATIVE_WITNESS`, `CUZK_PARALLEL_WITNESS`, `CUZK_R1CS`:
+    /// `off`, `0` or `false` turn a step back): read by the binaries once,
+    /// at start, never by the libraries.
+    pub fn with_environment(self) -> Self {
+        let off = |name: &str| std::env::var(name).is_ok_and(|v| matches!(v.trim(), "off" | "0" | "false"));
+        Self {
+            gadget_witness: self.gadget_witness || off("CUZK_NATIVE_WITNESS"),
+            sequential_witness: self.sequential_witness || off("CUZK_PARALLEL_WITNESS"),
+            without_compiled_r1cs: self.without_compiled_r1cs || off("CUZK_R1CS"),
+            ..self
+        }
+    }
+
     /// A failed check of a request's vanilla proofs: with
     /// [`allow_unverifiable`](Self::allow_unverifiable), the reason the plan
     /// keeps (its proof will not be verified); otherwise the refusal.
@@ -134,6 +154,10 @@ pub struct FilecoinPlan<P> {
     proof: P,
     /// Whether the witness is written natively where `P` can.
     native_witness: bool,
+    /// Whether a gadget witness runs by units where `P` has them.
+    parallel_witness: bool,
+    /// Whether partitions go through the circuit's compiled R1CS.
+    compiled_r1cs: bool,
     /// See [`PlanOptions::r1cs_store`].
     r1cs_store: Option<Arc<R1csStore>>,
 }
@@ -144,6 +168,8 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
         Self {
             proof,
             native_witness: true,
+            parallel_witness: true,
+            compiled_r1cs: true,
             r1cs_store: None,
         }
     }
@@ -153,6 +179,8 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
         Self {
             proof,
             native_witness: !options.gadget_witness,
+            parallel_witness: !options.sequential_witness,
+            compiled_r1cs: !options.without_compiled_r1cs,
             r1cs_store: options.r1cs_store.clone(),
         }
     }
@@ -177,14 +205,14 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
 impl<P: FilecoinProof> FilecoinPlan<P> {
     /// Partition `index`'s witness through its circuit's compiled R1CS
     /// (recorded on first use): by units on all cores where the proof type
-    /// has independent units ([`FilecoinProof::unit_prefix`]) and
-    /// `CUZK_PARALLEL_WITNESS` is not `off`, else in one sequential pass.
+    /// has independent units ([`FilecoinProof::unit_prefix`]) unless
+    /// [`PlanOptions::sequential_witness`], else in one sequential pass.
     /// Both give the same witness; a unit pass that fails its checks falls
     /// back to the sequential one (with a warning).
     fn witness(&self, index: usize) -> Result<(Arc<CompiledR1cs>, Witness), FilecoinError> {
         let id = self.proof.circuit_id();
         let r1cs = self.compiled_r1cs(index)?;
-        if self.native_witness && native_witness_enabled() {
+        if self.native_witness {
             // A writer that panics (an input it did not foresee) falls back
             // like one that fails its self-check.
             let native = catch(|| self.proof.native_witness(index))
@@ -206,7 +234,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
         let layout = self
             .proof
             .unit_prefix()
-            .filter(|_| parallel_witness_enabled())
+            .filter(|_| self.parallel_witness)
             .and_then(|prefix| r1cs.units(prefix))
             .filter(|layout| layout.len() > 1);
         if let Some(layout) = layout {
@@ -322,19 +350,6 @@ pub fn native_fallbacks() -> u64 {
     NATIVE_FALLBACKS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// `CUZK_NATIVE_WITNESS=off` (or `0`, `false`) computes every witness
-/// through the circuit's gadgets, as before the native writers (for
-/// comparisons).
-pub fn native_witness_enabled() -> bool {
-    std::env::var("CUZK_NATIVE_WITNESS").map_or(true, |v| !matches!(v.trim(), "off" | "0" | "false"))
-}
-
-/// `CUZK_PARALLEL_WITNESS=off` (or `0`, `false`) computes every witness in
-/// one sequential pass (for comparisons).
-pub fn parallel_witness_enabled() -> bool {
-    std::env::var("CUZK_PARALLEL_WITNESS").map_or(true, |v| !matches!(v.trim(), "off" | "0" | "false"))
-}
-
 impl<P: FilecoinProof> fmt::Debug for FilecoinPlan<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.proof.fmt(f)
@@ -358,7 +373,7 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
     /// the partition with a `Synthesis` error.
     fn synthesize(&self, index: usize) -> Result<ProvingAssignment, PlanError> {
         let assignment = catch(|| {
-            if !r1cs_enabled() {
+            if !self.compiled_r1cs {
                 return synth(|| self.proof.circuit(index), self.proof.constraints());
             }
             let (r1cs, witness) = self.witness(index)?;
@@ -376,13 +391,14 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
     /// The witness (about one 32-byte scalar per constraint) with a
     /// quarter for the vectors' slack.
     fn witness_bytes(&self) -> Option<u64> {
-        r1cs_enabled().then(|| self.proof.constraints() as u64 * 32 * 5 / 4)
+        self.compiled_r1cs
+            .then(|| self.proof.constraints() as u64 * 32 * 5 / 4)
     }
 
     /// The witness through the circuit's compiled R1CS (recorded on first
     /// use, as for [`synthesize`](Self::synthesize)), under [`catch`].
     fn synthesize_witness(&self, index: usize) -> Result<PartitionData, PlanError> {
-        if !r1cs_enabled() {
+        if !self.compiled_r1cs {
             return Ok(PartitionData::Evaluated(self.synthesize(index)?));
         }
         let witness = catch(|| {
@@ -459,7 +475,7 @@ fn proofs_bytes(proofs: &[Proof<Bls12>]) -> Vec<u8> {
 /// Synthesises one partition: by default through the circuit's pre-compiled
 /// R1CS (recorded on the first partition of its circuit id in this process,
 /// then only the witness is computed and a, b, c follow by sparse products);
-/// with `CUZK_R1CS=off`, by `cuzk_core::synthesize` as before. Both give the
+/// with [`PlanOptions::without_compiled_r1cs`], by `cuzk_core::synthesize` as before. Both give the
 /// same assignment. `circuit` builds the partition's circuit; it is called
 /// twice when the R1CS is recorded (recording consumes one instance).
 fn synth<C: bellperson::Circuit<Scalar>>(
@@ -472,12 +488,6 @@ fn synth<C: bellperson::Circuit<Scalar>>(
         aux: constraints,
     };
     synthesize(circuit()?, hint).map_err(|e| FilecoinError::Synthesis(format!("synthesis: {e}")))
-}
-
-/// The escape hatch: `CUZK_R1CS=off` (or `0`, `false`) synthesises with
-/// `cuzk_core::synthesize`, without recording or holding compiled R1CS.
-pub fn r1cs_enabled() -> bool {
-    std::env::var("CUZK_R1CS").map_or(true, |v| !matches!(v.trim(), "off" | "0" | "false"))
 }
 
 /// The compiled R1CS of `circuit_id`, recorded from `circuit()` if this
