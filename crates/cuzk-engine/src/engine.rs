@@ -85,7 +85,7 @@ impl Engine {
         let srs = Arc::new(SrsManager::new(
             Arc::clone(&sources),
             config.srs_memory_limit,
-            Arc::clone(&dispatch),
+            Arc::clone(&dispatch) as Arc<dyn crate::srs::MemoryBudget>,
         ));
         {
             let srs = Arc::downgrade(&srs);

@@ -24,6 +24,7 @@
 //! waiting for the device). The budget keeps a reserve for PoSt too.
 
 use crate::job::Job;
+use crate::srs::MemoryBudget;
 use crate::sync::lock;
 use cuzk_core::Priority;
 use cuzk_core::{PartitionData, ProvingParameters};
@@ -188,22 +189,6 @@ impl Dispatch {
         })
     }
 
-    /// The whole budget.
-    pub(crate) fn total(&self) -> u64 {
-        self.total
-    }
-
-    /// Bytes granted to partitions in flight.
-    pub(crate) fn granted(&self) -> u64 {
-        lock(&self.state).used
-    }
-
-    /// What parameters hold now (resident and loading).
-    pub(crate) fn set_parameter_bytes(&self, bytes: u64) {
-        lock(&self.state).parameters = bytes;
-        self.changed.notify_all();
-    }
-
     /// How idle parameters are freed for partitions (set once).
     pub(crate) fn set_evict_idle(&self, evict: EvictIdle) {
         let _ = self.evict_idle.set(evict);
@@ -303,6 +288,21 @@ impl Dispatch {
 
     /// Wakes waiters to re-check the head (after a cancellation).
     pub(crate) fn poke(&self) {
+        self.changed.notify_all();
+    }
+}
+
+impl MemoryBudget for Dispatch {
+    fn total(&self) -> u64 {
+        self.total
+    }
+
+    fn granted(&self) -> u64 {
+        lock(&self.state).used
+    }
+
+    fn set_parameter_bytes(&self, bytes: u64) {
+        lock(&self.state).parameters = bytes;
         self.changed.notify_all();
     }
 }

@@ -17,13 +17,23 @@
 //! evicted, least recently used first, to make room.
 
 use crate::plans::PlanSources;
-use crate::sched::Dispatch;
 use crate::sync::lock;
 use crate::EngineError;
 use cuzk_core::{CompiledR1cs, ProvingParameters};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// What the SRS manager needs of the memory budget (the dispatcher's):
+/// its size, what partitions hold, and to be told what parameters hold.
+pub(crate) trait MemoryBudget: Send + Sync + std::fmt::Debug {
+    /// The whole budget.
+    fn total(&self) -> u64;
+    /// Bytes granted to partitions in flight.
+    fn granted(&self) -> u64;
+    /// What parameters hold now (resident and loading).
+    fn set_parameter_bytes(&self, bytes: u64);
+}
 
 /// How warm a circuit's parameters are (the `cuzk.v1` tiers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,7 +126,7 @@ pub(crate) struct SrsManager {
     /// memory budget, whichever is less.
     limit_bytes: u64,
     /// The memory budget, told how many bytes parameters hold.
-    dispatch: Arc<Dispatch>,
+    dispatch: Arc<dyn MemoryBudget>,
     entries: Mutex<HashMap<String, Arc<Entry>>>,
 }
 
@@ -131,7 +141,7 @@ enum NoRoom {
 
 impl SrsManager {
     /// `limit_bytes`: `[srs] memory_limit` (0 = none beyond the budget).
-    pub(crate) fn new(sources: Arc<PlanSources>, limit_bytes: u64, dispatch: Arc<Dispatch>) -> Self {
+    pub(crate) fn new(sources: Arc<PlanSources>, limit_bytes: u64, dispatch: Arc<dyn MemoryBudget>) -> Self {
         let budget = dispatch.total();
         Self {
             sources,
