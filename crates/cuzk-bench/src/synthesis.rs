@@ -103,7 +103,10 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
         size <= 512 << 20,
         "compare-synthesis takes 2 KiB, 8 MiB or 512 MiB sectors (the base tree shape)"
     );
-    let plan = PorepPlan::<filecoin_proofs::SectorShape2KiB>::new(input)?;
+    let plan = PorepPlan::<filecoin_proofs::SectorShape2KiB>::new(
+        input,
+        &cuzk_filecoin::PlanOptions::default().with_environment(),
+    )?;
     let circuit_id = cuzk_core::ProofPlan::circuit_id(&plan);
     println!("circuit: {circuit_id} (partition 0)");
 

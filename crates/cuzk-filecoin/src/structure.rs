@@ -973,9 +973,9 @@ impl<W: CircuitWork> ShapeDispatch for PartitionWork<W> {
         } = self;
         let on = OnPlan { partition, work };
         match planned {
-            Planned::Porep(input) => on.run(PorepPlan::<Tree>::new_with(input, &options)?),
-            Planned::Post(input) => on.run(PostPlan::<Tree>::new_with(input, &options)?),
-            Planned::Snap(input) => on.run(SnapPlan::<Tree>::new_with(input, &options)?),
+            Planned::Porep(input) => on.run(PorepPlan::<Tree>::new(input, &options)?),
+            Planned::Post(input) => on.run(PostPlan::<Tree>::new(input, &options)?),
+            Planned::Snap(input) => on.run(SnapPlan::<Tree>::new(input, &options)?),
         }
     }
 }

@@ -127,7 +127,7 @@ fn check_against_bellperson(request: &ProofRequest, expected_constraints: usize)
 /// have the base tree shape).
 fn plan_circuit(request: &ProofRequest) -> impl bellperson::Circuit<Scalar> {
     let input = cuzk_filecoin::request::PostInput::parse(request).unwrap();
-    cuzk_filecoin::plans::PostPlan::<filecoin_proofs::SectorShape2KiB>::new(input)
+    cuzk_filecoin::plans::PostPlan::<filecoin_proofs::SectorShape2KiB>::new(input, &Default::default())
         .unwrap()
         .circuit(0)
         .unwrap()

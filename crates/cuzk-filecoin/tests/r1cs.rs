@@ -51,7 +51,7 @@ fn porep_request() -> ProofRequest {
 }
 
 fn porep_plan() -> PorepPlan<SectorShape2KiB> {
-    PorepPlan::new(PorepInput::parse(&porep_request()).unwrap()).unwrap()
+    PorepPlan::new(PorepInput::parse(&porep_request()).unwrap(), &Default::default()).unwrap()
 }
 
 /// The partition's circuit, recorded once for all tests of this binary.

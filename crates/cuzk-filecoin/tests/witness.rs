@@ -48,13 +48,13 @@ const SEEDS: [u64; 3] = [1, 2, 3];
 
 fn check<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str, partitions: &[usize]) {
     let request = request(name);
-    let plan = PorepPlan::<Tree>::new_with(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    let plan = PorepPlan::<Tree>::new(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap();
     check_plan(name, &plan, "challenge_", partitions);
 }
 
 fn check_post<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str) {
     let request = request(name);
-    let plan = PostPlan::<Tree>::new_with(PostInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    let plan = PostPlan::<Tree>::new(PostInput::parse(&request).unwrap(), &ALLOW).unwrap();
     check_plan(name, &plan, "outer namespace/sector_", &[0]);
 }
 
@@ -126,7 +126,7 @@ fn check_post_native_seed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
     name: &str,
     request: &cuzk_core::ProofRequest,
 ) {
-    let plan = PostPlan::<Tree>::new_with(PostInput::parse(request).unwrap(), &ALLOW).unwrap();
+    let plan = PostPlan::<Tree>::new(PostInput::parse(request).unwrap(), &ALLOW).unwrap();
     // Recorded as the plans record it (by sectors on all cores).
     let r1cs = plan.compiled_r1cs(0).unwrap();
     let started = Instant::now();
@@ -176,7 +176,7 @@ fn check_porep_native_request<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHash
     request: &cuzk_core::ProofRequest,
     partition: usize,
 ) {
-    let plan = PorepPlan::<Tree>::new_with(PorepInput::parse(request).unwrap(), &ALLOW).unwrap();
+    let plan = PorepPlan::<Tree>::new(PorepInput::parse(request).unwrap(), &ALLOW).unwrap();
     let r1cs = plan.compiled_r1cs(0).unwrap();
     let started = Instant::now();
     let gadgets = r1cs.witness(plan.circuit(partition).unwrap()).unwrap();
@@ -223,7 +223,7 @@ fn check_snap_native_request<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHashe
     request: &cuzk_core::ProofRequest,
     partitions: &[usize],
 ) {
-    let plan = SnapPlan::<Tree>::new_with(SnapInput::parse(request).unwrap(), &ALLOW).unwrap();
+    let plan = SnapPlan::<Tree>::new(SnapInput::parse(request).unwrap(), &ALLOW).unwrap();
     let r1cs = plan.compiled_r1cs(0).unwrap();
     for &k in partitions {
         let started = Instant::now();
@@ -418,7 +418,7 @@ fn check_recording<P: FilecoinProof>(name: &str, plan: &FilecoinPlan<P>, against
 
 fn check_porep_recording<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str) {
     let request = request(name);
-    let plan = PorepPlan::<Tree>::new_with(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    let plan = PorepPlan::<Tree>::new(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap();
     check_recording(name, &plan, true);
 }
 
@@ -427,7 +427,7 @@ fn check_post_recording<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     against_sequential: bool,
 ) {
     let request = request(name);
-    let plan = PostPlan::<Tree>::new_with(PostInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    let plan = PostPlan::<Tree>::new(PostInput::parse(&request).unwrap(), &ALLOW).unwrap();
     check_recording(name, &plan, against_sequential);
 }
 
@@ -478,7 +478,7 @@ fn r1cs_of_window_post_8mib_recorded_by_units_equals_the_sequential_recording() 
 fn r1cs_file_is_read_at_preload() {
     use cuzk_core::{PlanSource, R1csCache, R1csStore};
     let request = request("winning-post-2k");
-    let plan = PostPlan::<SectorShape2KiB>::new_with(PostInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    let plan = PostPlan::<SectorShape2KiB>::new(PostInput::parse(&request).unwrap(), &ALLOW).unwrap();
     let id = ProofPlan::circuit_id(&plan);
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let store = std::sync::Arc::new(R1csStore::in_dir(dir.path()));
@@ -514,6 +514,10 @@ struct PanickingWriter(PorepPlan<SectorShape2KiB>);
 
 impl FilecoinProof for PanickingWriter {
     type Circuit = <cuzk_filecoin::plans::Porep<SectorShape2KiB> as FilecoinProof>::Circuit;
+    type Input = PorepInput;
+    fn from_input(input: PorepInput, options: &PlanOptions) -> Result<Self, cuzk_filecoin::FilecoinError> {
+        PorepPlan::new(input, options).map(Self)
+    }
     fn circuit_id(&self) -> &str {
         self.0.proof().circuit_id()
     }
@@ -557,7 +561,7 @@ impl FilecoinProof for PanickingWriter {
 #[test]
 fn native_writer_that_panics_falls_back_to_the_gadgets() {
     let request = request("porep-2k");
-    let real = PorepPlan::<SectorShape2KiB>::new_with(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap();
+    let real = PorepPlan::<SectorShape2KiB>::new(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap();
     let r1cs = compiled_r1cs(&ProofPlan::circuit_id(&real), || real.circuit(0)).unwrap();
     let gadgets = r1cs.witness(real.circuit(0).unwrap()).unwrap();
     let plan = FilecoinPlan::from_proof(PanickingWriter(real));

@@ -37,13 +37,19 @@ pub(crate) type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>
 
 /// One Filecoin proof type, as [`FilecoinPlan`] runs it: its partitions'
 /// circuits and public inputs (from storage-proofs), and filecoin-proofs'
-/// verifier of the whole proof. Built from a checked request by the type's
-/// plan constructor ([`PorepPlan::new`], [`PostPlan::new`],
-/// [`SnapPlan::new`]), which refuses inputs that would only fail after the
-/// proving work.
+/// verifier of the whole proof. Built from a checked request by
+/// [`from_input`](Self::from_input) (through [`FilecoinPlan::new`]), which
+/// refuses inputs that would only fail after the proving work.
 pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
     /// The storage-proofs circuit of one partition.
     type Circuit: bellperson::Circuit<Scalar> + Send;
+    /// The checked request it is built from ([`PorepInput`], ...).
+    type Input;
+
+    /// The proof of a checked request, planned with `options`.
+    fn from_input(input: Self::Input, options: &PlanOptions) -> Result<Self, FilecoinError>
+    where
+        Self: Sized;
 
     /// Key (and file stem) of the parameters: `v28-<identifier>`.
     fn circuit_id(&self) -> &str;
@@ -163,6 +169,11 @@ pub struct FilecoinPlan<P> {
 }
 
 impl<P: FilecoinProof> FilecoinPlan<P> {
+    /// The plan of a checked request, with `options`.
+    pub fn new(input: P::Input, options: &PlanOptions) -> Result<Self, FilecoinError> {
+        P::from_input(input, options).map(|proof| Self::with_options(proof, options))
+    }
+
     /// The plan of `proof` (witnesses written natively where it can).
     pub fn from_proof(proof: P) -> Self {
         Self {
@@ -175,7 +186,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
     }
 
     /// The plan of `proof`, planned with `options`.
-    pub(crate) fn with_options(proof: P, options: &PlanOptions) -> Self {
+    fn with_options(proof: P, options: &PlanOptions) -> Self {
         Self {
             proof,
             native_witness: !options.gadget_witness,
@@ -538,9 +549,9 @@ impl ShapeDispatch for Planning {
     fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<Self::Out, FilecoinError> {
         let Planning(input, options) = self;
         Ok(match input {
-            Planned::Porep(input) => planned(PorepPlan::<Tree>::new_with(input, &options)?),
-            Planned::Post(input) => planned(PostPlan::<Tree>::new_with(input, &options)?),
-            Planned::Snap(input) => planned(SnapPlan::<Tree>::new_with(input, &options)?),
+            Planned::Porep(input) => planned(PorepPlan::<Tree>::new(input, &options)?),
+            Planned::Post(input) => planned(PostPlan::<Tree>::new(input, &options)?),
+            Planned::Snap(input) => planned(SnapPlan::<Tree>::new(input, &options)?),
         })
     }
 }

@@ -48,27 +48,10 @@ impl<Tree: 'static + MerkleTreeTrait> fmt::Debug for Porep<Tree> {
     }
 }
 
-impl<Tree: 'static + MerkleTreeTrait> PorepPlan<Tree> {
-    /// The plan of a checked PoRep request.
-    pub fn new(input: PorepInput) -> Result<Self, FilecoinError> {
-        Self::new_with(input, &PlanOptions::default())
-    }
-
-    /// The plan of a checked PoRep request, with `options`.
-    pub fn new_with(input: PorepInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
-        Porep::new_with(input, options).map(|proof| FilecoinPlan::with_options(proof, options))
-    }
-}
-
 impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
     /// Checks the C1 output against the request: its vanilla proofs must
     /// hold for its commitments, seed and the replica id of the request's
-    /// miner and sector.
-    pub fn new(input: PorepInput) -> Result<Self, FilecoinError> {
-        Self::new_with(input, &PlanOptions::default())
-    }
-
-    /// [`new`](Self::new) with `options`: with
+    /// miner and sector. With
     /// [`PlanOptions::allow_unverifiable`], vanilla proofs that do not hold
     /// (openings, labels, challenges) make the plan unverifiable instead of
     /// refusing it; every other check is the same.
@@ -335,6 +318,11 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
 
 impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
     type Circuit = stacked::StackedCircuit<Tree, DefaultPieceHasher>;
+    type Input = PorepInput;
+
+    fn from_input(input: PorepInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
+        Self::new_with(input, options)
+    }
 
     fn circuit_id(&self) -> &str {
         &self.input.circuit_id

@@ -52,26 +52,9 @@ impl<Tree: 'static + MerkleTreeTrait> fmt::Debug for Post<Tree> {
     }
 }
 
-impl<Tree: 'static + MerkleTreeTrait> PostPlan<Tree> {
-    /// The plan of a checked PoSt request.
-    pub fn new(input: PostInput) -> Result<Self, FilecoinError> {
-        Self::new_with(input, &PlanOptions::default())
-    }
-
-    /// The plan of a checked PoSt request, with `options`.
-    pub fn new_with(input: PostInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
-        Post::new_with(input, options).map(|proof| FilecoinPlan::with_options(proof, options))
-    }
-}
-
 impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
     /// Checks the vanilla proofs against the request: they must answer the
-    /// partition's challenges for its randomness, prover and sectors.
-    pub fn new(input: PostInput) -> Result<Self, FilecoinError> {
-        Self::new_with(input, &PlanOptions::default())
-    }
-
-    /// [`new`](Self::new) with `options`: with
+    /// partition's challenges for its randomness, prover and sectors. With
     /// [`PlanOptions::allow_unverifiable`], vanilla proofs that do not
     /// answer the challenges make the plan unverifiable instead of refusing
     /// it (the partition is then laid out as filecoin-proofs lays it out);
@@ -459,6 +442,11 @@ fn check_sector_proof<Tree: 'static + MerkleTreeTrait>(
 
 impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
     type Circuit = fallback::FallbackPoStCircuit<Tree>;
+    type Input = PostInput;
+
+    fn from_input(input: PostInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
+        Self::new_with(input, options)
+    }
 
     fn circuit_id(&self) -> &str {
         &self.input.circuit_id

@@ -40,26 +40,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> fmt::Debug for Snap<
     }
 }
 
-impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapPlan<Tree> {
-    /// The plan of a checked SnapDeals request.
-    pub fn new(input: SnapInput) -> Result<Self, FilecoinError> {
-        Self::new_with(input, &PlanOptions::default())
-    }
-
-    /// The plan of a checked SnapDeals request, with `options`.
-    pub fn new_with(input: SnapInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
-        Snap::new_with(input, options).map(|proof| FilecoinPlan::with_options(proof, options))
-    }
-}
-
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
     /// Checks the vanilla partition proofs against the request: all of the
-    /// update's partitions, in order, for its commitments.
-    pub fn new(input: SnapInput) -> Result<Self, FilecoinError> {
-        Self::new_with(input, &PlanOptions::default())
-    }
-
-    /// [`new`](Self::new) with `options`: with
+    /// update's partitions, in order, for its commitments. With
     /// [`PlanOptions::allow_unverifiable`], partition proofs that do not
     /// verify make the plan unverifiable instead of refusing it, provided
     /// they still meet what the circuit asserts while it is synthesised
@@ -323,6 +306,11 @@ fn check_partition_proof<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> FilecoinProof for Snap<Tree> {
     type Circuit = EmptySectorUpdateCircuit<Tree>;
+    type Input = SnapInput;
+
+    fn from_input(input: SnapInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
+        Self::new_with(input, options)
+    }
 
     fn circuit_id(&self) -> &str {
         &self.input.circuit_id
