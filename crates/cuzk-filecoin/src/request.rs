@@ -275,19 +275,10 @@ impl PostInput {
                 }
             )));
         }
-        check_sector_size(
-            sector.sector_size,
-            u64::from(registered.sector_size()),
-            &format!("{registered:?}"),
-        )?;
-        if request.vanilla_proofs.is_empty() {
-            return Err(invalid(
-                "PoSt request carries no vanilla proofs (vanilla_proofs is empty)".into(),
-            ));
-        }
+        let vanilla_proofs = sized_vanilla_proofs(request, "PoSt", registered.sector_size(), &registered)?;
         Ok(Self {
             registered,
-            vanilla_proofs: request.vanilla_proofs.clone(),
+            vanilla_proofs,
             randomness: field32("randomness", &sector.randomness, false)?,
             miner_id: sector.miner_id,
             prover_id: prover_id(sector.miner_id),
@@ -319,19 +310,11 @@ impl SnapInput {
     pub fn parse(request: &ProofRequest) -> Result<Self, FilecoinError> {
         let sector = &request.sector;
         let registered = lookup(&UPDATE_PROOFS, request.registered_proof, "update")?;
-        check_sector_size(
-            sector.sector_size,
-            u64::from(registered.sector_size()),
-            &format!("{registered:?}"),
-        )?;
-        if request.vanilla_proofs.is_empty() {
-            return Err(invalid(
-                "SnapDeals request carries no vanilla proofs (vanilla_proofs is empty)".into(),
-            ));
-        }
+        let vanilla_proofs =
+            sized_vanilla_proofs(request, "SnapDeals", registered.sector_size(), &registered)?;
         Ok(Self {
             registered,
-            vanilla_proofs: request.vanilla_proofs.clone(),
+            vanilla_proofs,
             comm_r_old: field32("comm_r_old", &sector.comm_r_old, true)?,
             comm_r_new: field32("comm_r_new", &sector.comm_r_new, true)?,
             comm_d_new: field32("comm_d_new", &sector.comm_d_new, true)?,
@@ -340,4 +323,26 @@ impl SnapInput {
             )))?,
         })
     }
+}
+
+/// The request's vanilla proofs (at least one), its sector size checked
+/// against that of its proof type `registered` (of `what`: PoSt,
+/// SnapDeals).
+fn sized_vanilla_proofs(
+    request: &ProofRequest,
+    what: &str,
+    registered_size: impl Into<u64>,
+    registered: &impl std::fmt::Debug,
+) -> Result<Vec<Vec<u8>>, FilecoinError> {
+    check_sector_size(
+        request.sector.sector_size,
+        registered_size.into(),
+        &format!("{registered:?}"),
+    )?;
+    if request.vanilla_proofs.is_empty() {
+        return Err(invalid(format!(
+            "{what} request carries no vanilla proofs (vanilla_proofs is empty)"
+        )));
+    }
+    Ok(request.vanilla_proofs.clone())
 }
