@@ -24,6 +24,9 @@
 #   scripts/gpu-run.sh witness          one real-structure partition's host side on this host's
 #                                       cores (real-synthesis: sequential witness, by units,
 #                                       a, b, c, bellperson's own synthesis); PROOFS (porep-32g)
+#   scripts/gpu-run.sh native           each PROOFS' (porep-32g snap-32g window-post-32g) native
+#                                       witness alone, RUNS (3) times, and Poseidon one hash at
+#                                       a time beside the IFMA lanes (real-synthesis --native-only)
 #   scripts/gpu-run.sh realc2           real-circuit C2 through the engine (real-c2), PASSES
 #                                       (witness:3,host:1) in one process, BUDGET GiB (100),
 #                                       a timeline chart per pass; REALC2_ARGS: more flags
@@ -135,6 +138,16 @@ PY
       timeout "${WITNESS_TIMEOUT:-560}" "$bin" real-synthesis --proof "$proof" --skip synthesize ${WITNESS_ARGS:-} \
         >"$out/real-synthesis-$proof.json" 2>"$out/real-synthesis-$proof.log"
       echo "$proof exit: $?"; tail -4 "$out/real-synthesis-$proof.log"; cat "$out/real-synthesis-$proof.json"
+    done
+    ;;
+  native)
+    # The native witness alone on this host's cores, and Poseidon one hash
+    # at a time against the IFMA lanes (real-synthesis --native-only).
+    grep -o -m1 'avx512ifma' /proc/cpuinfo || echo "no avx512ifma on this host"
+    for proof in ${PROOFS:-porep-32g snap-32g window-post-32g}; do
+      timeout "${WITNESS_TIMEOUT:-300}" "$bin" real-synthesis --proof "$proof" --native-only "${RUNS:-3}" \
+        >"$out/native-witness-$proof.json" 2>"$out/native-witness-$proof.log"
+      echo "$proof exit: $?"; tail -3 "$out/native-witness-$proof.log"; cat "$out/native-witness-$proof.json"
     done
     ;;
   realc2)
