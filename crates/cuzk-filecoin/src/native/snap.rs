@@ -11,7 +11,7 @@
 //! written apart (in parallel) and laid end to end.
 
 use super::bits::{field_bits_le, pack_bits, Bit};
-use super::merkle::{path_to_root, select, Poseidon, Sha256, TreeHash};
+use super::merkle::{path_to_root, select, Level, Poseidon, PreparedPaths, Sha256, TreeHash};
 use super::poseidon::poseidon_hash;
 use super::{Assignment, Aux};
 use cuzk_core::Scalar;
@@ -180,11 +180,17 @@ pub fn challenge<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     let leaf_r_new = c.leaf_r_old + product;
     w.element(leaf_r_new);
 
+    // Both replica paths hashed ahead, eight hashes at a time where the
+    // processor can (each level's index from the challenge's bits).
+    let levels_old = levels(&c.path_r_old, &c_bits);
+    let levels_new = levels(&c.path_r_new, &c_bits);
+    let mut prepared =
+        PreparedPaths::new::<U, V, W>(&[(c.leaf_r_old, &levels_old), (leaf_r_new, &levels_new)]);
     for (leaf, path) in [(c.leaf_r_old, &c.path_r_old), (leaf_r_new, &c.path_r_new)] {
         for &sibling in path.iter().flatten() {
             w.element(sibling);
         }
-        path_to_root::<U, V, W>(w, &mut Poseidon, leaf, &c_bits, path);
+        path_to_root::<U, V, W>(w, &mut prepared, leaf, &c_bits, path);
     }
 
     let to_apex = s.challenge_bit_len - s.partition_bit_len - s.apex_leaf_bit_len;
@@ -195,6 +201,29 @@ pub fn challenge<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     }
     let path: Vec<Vec<Scalar>> = c.path_to_apex_leaf.iter().map(|&x| vec![x]).collect();
     path_to_root::<U2, U0, U0>(w, &mut Sha256, c.leaf_d_new, &c_bits[..to_apex], &path);
+}
+
+/// A path given as siblings per level, its indices from `bits` (least
+/// significant first, as many a level as its arity takes), as [`Level`]s;
+/// empty where the bits run out (the path is then hashed on the spot).
+fn levels(path: &[Vec<Scalar>], bits: &[bool]) -> Vec<Level> {
+    let mut bits = bits.iter();
+    let mut levels = Vec::with_capacity(path.len());
+    for siblings in path {
+        let width = (siblings.len() + 1).trailing_zeros();
+        let mut index = 0;
+        for i in 0..width {
+            let Some(&bit) = bits.next() else {
+                return Vec::new();
+            };
+            index |= usize::from(bit) << i;
+        }
+        levels.push(Level {
+            siblings: siblings.clone(),
+            index,
+        });
+    }
+    levels
 }
 
 fn as_bits(bits: &[bool]) -> Vec<Bit> {
