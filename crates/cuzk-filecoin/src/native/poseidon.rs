@@ -16,8 +16,7 @@ use cuzk_sys::poseidon_lanes::{PoseidonLanes, PoseidonSpec};
 use ff::Field;
 use neptune::poseidon::PoseidonConstants;
 use neptune::Arity;
-use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::OnceLock;
 
 /// The hash of `preimage` (as many elements as the arity), writing the
 /// circuit's aux values to `aux`; the result is the last of them.
@@ -94,11 +93,19 @@ pub fn poseidon_hash<A: Arity<Scalar>>(
 /// life of the process; `None` where the processor lacks AVX-512 IFMA, or
 /// for constants other than those first prepared for their width.
 pub fn lanes<A: Arity<Scalar>>(constants: &PoseidonConstants<Scalar, A>) -> Option<&'static PoseidonLanes> {
-    type Prepared = (Scalar, Vec<Scalar>, Option<&'static PoseidonLanes>);
-    static PREPARED: Mutex<BTreeMap<usize, Prepared>> = Mutex::new(BTreeMap::new());
+    /// The constants first prepared for a width: their keys (and where
+    /// they live, so the usual caller, neptune's static constants, is
+    /// recognised without comparing them), and the lanes, if any.
+    struct Prepared {
+        tag: Scalar,
+        keys_at: usize,
+        keys: Vec<Scalar>,
+        lanes: Option<PoseidonLanes>,
+    }
+    // Called for every level of every path: no lock once prepared.
+    static PREPARED: [OnceLock<Prepared>; 32] = [const { OnceLock::new() }; 32];
     let keys = &constants.compressed_round_constants;
-    let mut prepared = PREPARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let (tag, prepared_keys, lanes) = prepared.entry(constants.width()).or_insert_with(|| {
+    let prepared = PREPARED.get(constants.width())?.get_or_init(|| {
         let spec = PoseidonSpec {
             width: constants.width(),
             half_full_rounds: constants.half_full_rounds,
@@ -115,13 +122,24 @@ pub fn lanes<A: Arity<Scalar>>(constants: &PoseidonConstants<Scalar, A>) -> Opti
         };
         let lanes = PoseidonLanes::new(&spec)
             .map_err(|e| tracing::info!(width = constants.width(), "Poseidon one hash at a time: {e}"))
-            .ok()
-            .map(|lanes| &*Box::leak(Box::new(lanes)));
-        (constants.domain_tag, keys.clone(), lanes)
+            .ok();
+        Prepared {
+            tag: constants.domain_tag,
+            keys_at: keys.as_ptr() as usize,
+            keys: keys.clone(),
+            lanes,
+        }
     });
-    (*tag == constants.domain_tag && prepared_keys == keys)
-        .then_some(*lanes)
-        .flatten()
+    // Where they live says nothing if the first were dropped and their
+    // memory reused: the ends are compared too, all of them elsewhere.
+    let ends = |k: &[Scalar]| (k.len(), k.first().copied(), k.last().copied());
+    let same = prepared.tag == constants.domain_tag
+        && if prepared.keys_at == keys.as_ptr() as usize {
+            ends(&prepared.keys) == ends(keys)
+        } else {
+            prepared.keys == *keys
+        };
+    prepared.lanes.as_ref().filter(|_| same)
 }
 
 /// Poseidon hashes of one arity computed ahead, eight at a time
