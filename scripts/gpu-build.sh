@@ -18,7 +18,7 @@ rm -rf .gpu && mkdir -p .gpu
 strip -o .gpu/cuzk-bench "$CARGO_TARGET_DIR/$profile/cuzk-bench"
 strip -o .gpu/cuzk-daemon "$CARGO_TARGET_DIR/$profile/cuzk-daemon"
 # The GPU tests: cargo prints each test executable it builds.
-tests=$(cargo test --release --features cuzk-core/cuda,cuzk-sys/cuda -p cuzk-sys -p cuzk-core -p cuzk-filecoin \
+tests=$(cargo test --release --features cuzk-core/cuda,cuzk-core/fault-injection,cuzk-sys/cuda -p cuzk-sys -p cuzk-core -p cuzk-filecoin \
   --test gpu --no-run --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for line in sys.stdin:

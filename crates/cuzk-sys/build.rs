@@ -14,8 +14,16 @@ fn main() {
     {
         let mut nvcc = sppark::build::ccmd();
         nvcc.define("FEATURE_BLS12_381", None);
-        let min_msm = limits::MIN_DEVICE_MSM.to_string();
-        nvcc.define("CUZK_MIN_DEVICE_MSM", Some(min_msm.as_str()));
+        // The device code's limits are the Rust side's numbers.
+        for (name, value) in [
+            ("CUZK_MIN_DEVICE_MSM", limits::MIN_DEVICE_MSM as u64),
+            ("CUZK_G1_MSM_WINDOW", limits::G1_MSM_WINDOW as u64),
+            ("CUZK_G2_MSM_WINDOW", limits::G2_MSM_WINDOW as u64),
+            ("CUZK_SPPARK_MSM_TEMP_BYTES", limits::SPPARK_MSM_TEMP_BYTES),
+            ("CUZK_CLASSIFY_BYTES_PER_AUX", limits::CLASSIFY_BYTES_PER_AUX),
+        ] {
+            nvcc.define(name, Some(value.to_string().as_str()));
+        }
         // Host-side field arithmetic in the .cu calls into blst, which picks
         // its ADX (mulx) code the same way: by the build machine's CPU.
         #[cfg(target_arch = "x86_64")]

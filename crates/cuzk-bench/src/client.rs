@@ -115,7 +115,7 @@ impl Client {
                     witness_only: !target.host_abc,
                     ..EngineConfig::default()
                 },
-                backends: gpu_backends(&[], Residency::Auto, None),
+                backends: gpu_backends(&[], Residency::Auto, cuzk_daemon::config::memory_cap_from_env()),
                 sources: plan_sources(
                     &param_cache,
                     true,

@@ -348,9 +348,8 @@ impl Layout {
     }
 }
 
-/// What one circuit needs of a GPU's free memory. These mirror the CUDA
-/// backend's own checks (`ensure_resident` and `ensure_r1cs` in
-/// crates/cuzk-core/src/backend/cuda.rs); keep them in step.
+/// What one circuit needs of a GPU's free memory, by the CUDA backend's
+/// own model (`cuzk_sys::gpu::limits`).
 #[derive(Debug, Clone, Copy)]
 struct VramNeed {
     /// Parameters resident beside a partition's working set.
@@ -362,15 +361,11 @@ struct VramNeed {
     streamed: u64,
 }
 
-const VRAM_SLACK: u64 = 2 << 30;
-
 fn vram_need(layout: &Layout, r1cs: u64) -> VramNeed {
-    let domain = layout.domain();
-    let aux = layout.l;
-    let abc = 3 * domain * 32;
-    let g2_msm = domain.min(1 << 23) * 228 + (3 << 29);
-    let working = abc.max(g2_msm) + GIB;
-    let witness_working = 32 * (layout.inputs + aux) + abc.max(84 * aux + g2_msm) + GIB;
+    use cuzk_sys::gpu::limits::{partition_working_set, witness_working_set, VRAM_SLACK};
+    let domain = layout.domain() as usize;
+    let working = partition_working_set(domain);
+    let witness_working = witness_working_set(layout.inputs as usize, layout.l as usize, domain);
     let sections = layout.device_bytes();
     VramNeed {
         resident: sections + working + VRAM_SLACK,
@@ -633,11 +628,7 @@ fn visible_gpus(host: &HostInfo, config: &Config) -> Vec<GpuInfo> {
     }
     // `[gpus] memory_cap` (or the environment's when unset): the daemon uses
     // each card as one of that size, so it is sized against that.
-    let cap = config
-        .gpu_memory_cap()
-        .ok()
-        .flatten()
-        .or_else(cuzk_core::backend::memory_cap_from_env);
+    let cap = config.gpu_memory_cap().ok().flatten();
     if let Some(cap) = cap {
         gpus.iter_mut().for_each(|g| cap_gpu(g, cap));
     }

@@ -184,7 +184,7 @@ fn phase_medians(phases: &[cuzk_core::ProveTimings], witness: bool) -> BTreeMap<
 }
 
 fn open_gpu(residency: Residency, tuning: Tuning) -> anyhow::Result<(CudaBackend, DeviceRecord)> {
-    let gpu = CudaBackend::detect(&[], residency, tuning)
+    let gpu = CudaBackend::detect_capped(&[], residency, tuning, cuzk_daemon::config::memory_cap_from_env())
         .into_iter()
         .next()
         .context("no CUDA device (or built without --features cuda)")?;

@@ -321,7 +321,12 @@ fn run_pass(
         ..EngineConfig::default()
     };
     let sequential_slots = config.sequential_slots;
-    let backends: Vec<Arc<dyn ProverBackend>> = CudaBackend::detect(&[], Residency::Auto, Tuning::default())
+    let backends: Vec<Arc<dyn ProverBackend>> = CudaBackend::detect_capped(
+        &[],
+        Residency::Auto,
+        Tuning::default(),
+        cuzk_daemon::config::memory_cap_from_env(),
+    )
         .into_iter()
         .map(|gpu| Arc::new(Fallback::new(Arc::new(gpu), Arc::new(CpuBackend))) as Arc<dyn ProverBackend>)
         .collect();

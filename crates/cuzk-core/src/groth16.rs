@@ -1,19 +1,19 @@
 //! The backend-independent Groth16 frame: what every prover backend does
 //! the same way before and after its own MSMs and FFTs.
 //!
-//! [`preflight`] validates an assignment against its parameters and draws
-//! r and s; [`MsmWitness`] is the witness in the form MSMs read;
-//! [`input_msms`] and [`spawn_b_g2`] compute the public inputs' parts (and,
-//! for backends that leave it to the CPU, the whole B G2 MSM on a thread of
-//! its own); a backend's results become a [`PendingProof`], and [`finish`]
-//! joins the G2 thread and runs the epilogue. The arithmetic is
+//! A backend proves through a [`Frame`]: built for an evaluated assignment
+//! or for a witness with its compiled R1CS (the checks against the
+//! parameters, r and s drawn), it takes the backend's H and aux MSMs and
+//! adds the public inputs' parts and B G2's ([`Frame::assemble`], a
+//! [`PendingProof`]); [`finish`] joins the G2 thread and runs the epilogue. The arithmetic is
 //! bellperson's, step for step, so with the same r and s every backend's
 //! proof bytes equal bellperson's `create_proof`.
 
 use crate::assignment::{DensityBitmap, ProvingAssignment};
 use crate::domain::Domain;
 use crate::msm::{structured_msm, ScalarVector, G1, G2};
-use crate::params::{ParamsError, ProvingParameters};
+use crate::params::{CircuitCounts, ParamsError, ProvingParameters};
+use crate::r1cs::{CompiledR1cs, Witness};
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use ff::Field;
@@ -154,44 +154,7 @@ pub struct PendingProof {
     pub(crate) timings: ProveTimings,
 }
 
-/// The MSM results a backend hands to the frame.
-#[derive(Debug)]
-pub struct MsmResults {
-    /// H MSM.
-    pub h: G1Projective,
-    /// L MSM.
-    pub l: G1Projective,
-    /// A MSM, inputs and aux.
-    pub a: G1Projective,
-    /// B MSM in G1, inputs and aux.
-    pub b_g1: G1Projective,
-    /// B MSM in G2 (its thread).
-    pub b_g2: JoinHandle<(G2Projective, Duration)>,
-}
-
 impl PendingProof {
-    /// A pending proof from a backend's MSM results.
-    pub(crate) fn from_msms(
-        params: &Arc<ProvingParameters>,
-        (r, s): (Scalar, Scalar),
-        msms: MsmResults,
-        timings: ProveTimings,
-    ) -> Self {
-        Self {
-            state: State::Parts(Box::new(Parts {
-                params: Arc::clone(params),
-                r,
-                s,
-                h: msms.h,
-                l: msms.l,
-                a: msms.a,
-                b_g1: msms.b_g1,
-                b_g2: msms.b_g2,
-            })),
-            timings,
-        }
-    }
-
     /// A proof that is already complete (`finish` returns it as is).
     pub fn completed(proof: Proof<Bls12>, timings: ProveTimings) -> Self {
         Self {
@@ -206,7 +169,7 @@ impl PendingProof {
     }
 }
 
-/// The witness in the form the MSMs read, shared with the G2 thread.
+/// The witness in the form MSMs read, shared with the G2 thread.
 #[derive(Debug)]
 pub(crate) struct MsmWitness {
     pub(crate) inputs: ScalarVector,
@@ -232,35 +195,190 @@ impl MsmWitness {
         }
     }
 
+    /// Only the public inputs' scalars, with the circuit's densities: what
+    /// the frame reads when a backend computed every aux MSM itself.
+    pub(crate) fn inputs_only(inputs: &[Scalar], r1cs: &CompiledR1cs) -> Self {
+        let (a_aux_density, b_input_density, b_aux_density) = r1cs.densities();
+        Self {
+            inputs: ScalarVector::new(inputs),
+            aux: ScalarVector::new(&[]),
+            a_aux_density: a_aux_density.clone(),
+            b_input_density: b_input_density.clone(),
+            b_aux_density: b_aux_density.clone(),
+        }
+    }
+
     /// Public inputs in B (the first points of both B sections).
     pub(crate) fn b_inputs(&self) -> usize {
         self.b_input_density.count_ones()
     }
 }
 
-/// Checks everything a backend needs before it starts, and draws r and s.
-pub(crate) fn preflight(
-    assignment: &ProvingAssignment,
-    params: &ProvingParameters,
-    randomness: Randomness,
-) -> Result<(Domain, (Scalar, Scalar)), ProveError> {
-    assignment
-        .validate()
-        .map_err(|e| ProveError::InvalidAssignment(e.0))?;
-    params.check_fits(assignment)?;
-    let domain = Domain::for_size(assignment.num_constraints())
-        .ok_or(ProveError::DomainTooLarge(assignment.num_constraints()))?;
-    let vk = &params.vk;
-    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
-        return Err(ProveError::SubvertedParameters);
+/// B G2 over the aux variables: still running on the frame's CPU thread,
+/// or computed by the backend (with the time it took).
+// One a proof, moved once: the G2 point's size does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(crate) enum AuxG2 {
+    /// The CPU thread of [`Frame::b_g2_on_cpu`] (inputs included).
+    Running(JoinHandle<(G2Projective, Duration)>),
+    /// The backend's result over the aux variables.
+    Computed(G2Projective, Duration),
+}
+
+/// What a backend computes: H and the MSMs over the aux variables. The
+/// frame adds the public inputs' parts.
+#[derive(Debug)]
+pub(crate) struct AuxMsms {
+    /// H MSM.
+    pub(crate) h: G1Projective,
+    /// L MSM.
+    pub(crate) l: G1Projective,
+    /// A MSM over the aux variables.
+    pub(crate) a: G1Projective,
+    /// B MSM in G1 over the aux variables.
+    pub(crate) b_g1: G1Projective,
+    /// B MSM in G2 over the aux variables.
+    pub(crate) b_g2: AuxG2,
+}
+
+/// One proof from its start to its [`PendingProof`]: the checks before
+/// any work, r and s, and the assembly after the backend's MSMs. Every
+/// backend goes through it, so the order of a proof is written once:
+/// [`Frame::for_assignment`] or [`Frame::for_witness`], the backend's H
+/// and aux MSMs, then [`Frame::assemble`].
+#[derive(Debug)]
+pub(crate) struct Frame {
+    params: Arc<ProvingParameters>,
+    domain: Domain,
+    rs: (Scalar, Scalar),
+}
+
+impl Frame {
+    /// An evaluated assignment: consistent in itself and with `params`.
+    pub(crate) fn for_assignment(
+        assignment: &ProvingAssignment,
+        params: &Arc<ProvingParameters>,
+        randomness: Randomness,
+    ) -> Result<Self, ProveError> {
+        assignment
+            .validate()
+            .map_err(|e| ProveError::InvalidAssignment(e.0))?;
+        Self::checked(
+            assignment.num_constraints(),
+            CircuitCounts {
+                inputs: assignment.input_assignment.len(),
+                aux: assignment.aux_assignment.len(),
+                domain: 0,
+                a_aux: assignment.a_aux_density.count_ones(),
+                b: assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones(),
+            },
+            params,
+            randomness,
+        )
     }
-    Ok((domain, randomness.draw()))
+
+    /// A witness with its circuit's compiled R1CS: as many values as the
+    /// circuit has variables, and the circuit's counts those of `params`.
+    pub(crate) fn for_witness(
+        r1cs: &CompiledR1cs,
+        witness: &Witness,
+        params: &Arc<ProvingParameters>,
+        randomness: Randomness,
+    ) -> Result<Self, ProveError> {
+        if witness.inputs.len() != r1cs.num_inputs() || witness.aux.len() != r1cs.num_aux() {
+            return Err(ProveError::InvalidAssignment(format!(
+                "witness of {} inputs and {} aux, its R1CS has {} and {}",
+                witness.inputs.len(),
+                witness.aux.len(),
+                r1cs.num_inputs(),
+                r1cs.num_aux()
+            )));
+        }
+        let (a_aux_density, b_input_density, b_aux_density) = r1cs.densities();
+        Self::checked(
+            r1cs.num_constraints(),
+            CircuitCounts {
+                inputs: r1cs.num_inputs(),
+                aux: r1cs.num_aux(),
+                domain: 0,
+                a_aux: a_aux_density.count_ones(),
+                b: b_input_density.count_ones() + b_aux_density.count_ones(),
+            },
+            params,
+            randomness,
+        )
+    }
+
+    /// The checks both kinds of partition share; `counts.domain` is filled
+    /// in from `constraints`.
+    fn checked(
+        constraints: usize,
+        mut counts: CircuitCounts,
+        params: &Arc<ProvingParameters>,
+        randomness: Randomness,
+    ) -> Result<Self, ProveError> {
+        let domain = Domain::for_size(constraints).ok_or(ProveError::DomainTooLarge(constraints))?;
+        counts.domain = domain.size();
+        params.check_counts(&counts)?;
+        let vk = &params.vk;
+        if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+            return Err(ProveError::SubvertedParameters);
+        }
+        Ok(Self {
+            params: Arc::clone(params),
+            domain,
+            rs: randomness.draw(),
+        })
+    }
+
+    /// The FFT domain of the partition.
+    pub(crate) fn domain(&self) -> &Domain {
+        &self.domain
+    }
+
+    /// B G2 over every variable on a CPU thread of its own, started now so
+    /// that it overlaps the backend's G1 work (for a backend that leaves
+    /// B G2 to the CPU).
+    pub(crate) fn b_g2_on_cpu(&self, witness: &Arc<MsmWitness>) -> Result<AuxG2, ProveError> {
+        spawn_b_g2(&self.params, witness, None).map(AuxG2::Running)
+    }
+
+    /// The pending proof: the public inputs' A and B G1 parts added to the
+    /// backend's aux MSMs, and B G2's inputs part on the G2 thread (which
+    /// [`finish`] joins before the epilogue).
+    pub(crate) fn assemble(
+        self,
+        witness: &Arc<MsmWitness>,
+        aux: AuxMsms,
+        timings: ProveTimings,
+    ) -> Result<PendingProof, ProveError> {
+        let b_g2 = match aux.b_g2 {
+            AuxG2::Running(thread) => thread,
+            AuxG2::Computed(sum, took) => spawn_b_g2(&self.params, witness, Some((sum, took)))?,
+        };
+        let (a_inputs, b_g1_inputs) = input_msms(&self.params, witness);
+        let (r, s) = self.rs;
+        Ok(PendingProof {
+            state: State::Parts(Box::new(Parts {
+                params: self.params,
+                r,
+                s,
+                h: aux.h,
+                l: aux.l,
+                a: a_inputs + aux.a,
+                b_g1: b_g1_inputs + aux.b_g1,
+                b_g2,
+            })),
+            timings,
+        })
+    }
 }
 
 /// Starts the B G2 MSM on a thread of its own: the inputs' part always, and
 /// the aux part too unless a backend computed it (`aux_done`, with the time
 /// it took), in which case the thread only adds the inputs' few points.
-pub(crate) fn spawn_b_g2(
+fn spawn_b_g2(
     params: &Arc<ProvingParameters>,
     witness: &Arc<MsmWitness>,
     aux_done: Option<(G2Projective, Duration)>,
@@ -290,8 +408,8 @@ pub(crate) fn spawn_b_g2(
 }
 
 /// The A and B_G1 MSMs over the public inputs: a handful of points, done on
-/// the CPU by every backend.
-pub(crate) fn input_msms(params: &ProvingParameters, w: &MsmWitness) -> (G1Projective, G1Projective) {
+/// the CPU for every backend.
+fn input_msms(params: &ProvingParameters, w: &MsmWitness) -> (G1Projective, G1Projective) {
     let num_inputs = w.inputs.len();
     let split = w.b_inputs();
     (

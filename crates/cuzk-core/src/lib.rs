@@ -6,8 +6,9 @@
 //!   sparse matrices (witness only per proof, then sparse products).
 //! - [`params`]: bellperson/Filecoin `.params` and `.vk` files.
 //! - [`param_cache`]: parameters generated per circuit and cached on disk.
-//! - [`groth16`]: the backend-independent Groth16 frame (preflight, input
-//!   MSMs, [`PendingProof`], [`finish`], proof bytes).
+//! - [`groth16`]: the Groth16 frame every backend proves through (the
+//!   checks, r and s, the inputs' MSMs and B G2 added to a backend's H and
+//!   aux MSMs, [`PendingProof`], [`finish`], proof bytes).
 //! - [`backend`]: where partitions are proved ([`ProverBackend`]: CPU,
 //!   CUDA, fallback and dual combinators), with the split
 //!   `prove_start` / `finish` API.

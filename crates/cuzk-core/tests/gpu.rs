@@ -326,6 +326,7 @@ fn small_partitions_are_declined_and_proved_by_the_cpu_fallback() {
 /// middle of a partition (after its CUDA region ran) make the GPU decline
 /// the partition; the CPU fallback proves it with the same bytes, and the
 /// next partition is proved on the GPU again.
+#[cfg(feature = "fault-injection")]
 #[test]
 fn injected_gpu_faults_give_a_cpu_proved_partition() {
     use cuzk_sys::gpu::faults::{inject, Fault};

@@ -242,6 +242,23 @@ impl Default for GpusSection {
     }
 }
 
+/// Environment variable capping each GPU's memory, in GiB, where
+/// `[gpus] memory_cap` is unset (read here, at the edge, and passed down).
+pub const MEMORY_CAP_VAR: &str = "CUZK_GPU_MEMORY_CAP_GIB";
+
+/// The memory cap `CUZK_GPU_MEMORY_CAP_GIB` asks for, in bytes (`None`
+/// when unset, or not a positive number, which is logged).
+pub fn memory_cap_from_env() -> Option<u64> {
+    let value = std::env::var(MEMORY_CAP_VAR).ok()?;
+    match value.trim().parse::<f64>() {
+        Ok(gib) if gib > 0.0 => Some((gib * (1u64 << 30) as f64) as u64),
+        _ => {
+            tracing::warn!(value, "{MEMORY_CAP_VAR} is not a positive number of GiB; ignored");
+            None
+        }
+    }
+}
+
 /// `[memory]`
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -485,10 +502,11 @@ impl Config {
         Ok(())
     }
 
-    /// `[gpus] memory_cap` in bytes, `None` for the whole card.
+    /// `[gpus] memory_cap` in bytes, else the `CUZK_GPU_MEMORY_CAP_GIB`
+    /// environment variable's; `None` for the whole card.
     pub fn gpu_memory_cap(&self) -> anyhow::Result<Option<u64>> {
         Ok(match self.gpus.memory_cap {
-            ByteSize::Bytes(0) | ByteSize::Auto => None,
+            ByteSize::Bytes(0) | ByteSize::Auto => memory_cap_from_env(),
             ByteSize::Bytes(n) if n < 1 << 30 => bail!("[gpus] memory_cap must be at least 1GiB"),
             ByteSize::Bytes(n) => Some(n),
         })

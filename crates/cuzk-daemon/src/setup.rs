@@ -56,18 +56,15 @@ impl EngineSetup {
 /// One backend per visible GPU (restricted to `devices` when not empty),
 /// each falling back to the CPU for what it declines; the CPU backend alone
 /// when there is no GPU or the build has no CUDA.
-/// `memory_cap` (bytes) caps each device's memory (`[gpus] memory_cap`);
-/// without it the `CUZK_GPU_MEMORY_CAP_GIB` environment variable does.
+/// `memory_cap` (bytes) caps each device's memory (`[gpus] memory_cap`, or
+/// the environment's: [`Config::gpu_memory_cap`](crate::config::Config::gpu_memory_cap)).
 pub fn gpu_backends(
     devices: &[u32],
     residency: Residency,
     memory_cap: Option<u64>,
 ) -> Vec<Arc<dyn ProverBackend>> {
     let cpu: Arc<dyn ProverBackend> = Arc::new(CpuBackend);
-    let gpus = match memory_cap {
-        Some(cap) => CudaBackend::detect_capped(devices, residency, Tuning::default(), Some(cap)),
-        None => CudaBackend::detect(devices, residency, Tuning::default()),
-    };
+    let gpus = CudaBackend::detect_capped(devices, residency, Tuning::default(), memory_cap);
     if gpus.is_empty() {
         tracing::warn!(
             "no GPU backend (no CUDA device, or a build without --features cuda): proving on the CPU"

@@ -392,8 +392,9 @@ struct curve_t {
     static constexpr size_t stream_chunk = Chunk;
     static constexpr size_t msm_window = Window;
 };
-typedef curve_t<point_t, bucket_t, (size_t)1 << 22, (size_t)1 << 24> g1_curve;
-typedef curve_t<point2_t, bucket2_t, (size_t)1 << 21, (size_t)1 << 23> g2_curve;
+// The windows are the Rust side's (src/gpu/limits.rs), defined by build.rs.
+typedef curve_t<point_t, bucket_t, (size_t)1 << 22, (size_t)CUZK_G1_MSM_WINDOW> g1_curve;
+typedef curve_t<point2_t, bucket2_t, (size_t)1 << 21, (size_t)CUZK_G2_MSM_WINDOW> g2_curve;
 
 // No Pippenger MSM below this many points is started when it can be avoided
 // (the Rust side sends fewer "others" to the CPU, and sppark's MSM is not
@@ -1035,13 +1036,13 @@ public:
 // Device bytes the witness path's classification of one MSM's scalars
 // (r1cs.cuh) holds at most per aux variable: the density-selected copy
 // (32), two rounds of flags and prefix sums (16), the other scalars and
-// their indices (36).
-static const size_t CLASSIFY_BYTES = 84;
+// their indices (36). The number is the Rust side's (src/gpu/limits.rs).
+static const size_t CLASSIFY_BYTES = (size_t)CUZK_CLASSIFY_BYTES_PER_AUX;
 
 // Device bytes one witness-shaped MSM (structured_msm, resident points)
 // allocates at most: its bitmap, one window of gathered points, scalars
 // and indices, and sppark's temporaries for that window.
-static const size_t SPPARK_MSM_TEMP = (size_t)1 << 29;
+static const size_t SPPARK_MSM_TEMP = (size_t)CUZK_SPPARK_MSM_TEMP_BYTES;
 template<class C>
 static size_t structured_msm_bytes(const cuzk_msm_plan_t& plan, const cuzk_tuning_t& tuning)
 {

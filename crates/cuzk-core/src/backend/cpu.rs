@@ -4,10 +4,7 @@
 
 use super::{BackendError, BackendKind, BackendStatus, ProverBackend, ProverInput};
 use crate::assignment::ProvingAssignment;
-use crate::groth16::{
-    input_msms, preflight, spawn_b_g2, MsmResults, MsmWitness, PendingProof, ProveError, ProveTimings,
-    Randomness,
-};
+use crate::groth16::{AuxMsms, Frame, MsmWitness, PendingProof, ProveError, ProveTimings, Randomness};
 use crate::msm::{dense_msm, structured_msm, ScalarVector, G1};
 use crate::params::ProvingParameters;
 use blstrs::G1Projective;
@@ -50,7 +47,7 @@ pub fn prove_start(
     params: &Arc<ProvingParameters>,
     randomness: Randomness,
 ) -> Result<PendingProof, ProveError> {
-    let (domain, rs) = preflight(&assignment, params, randomness)?;
+    let frame = Frame::for_assignment(&assignment, params, randomness)?;
     let mut timings = ProveTimings::default();
     let started = Instant::now();
     let ProvingAssignment {
@@ -76,7 +73,7 @@ pub fn prove_start(
         b_aux_density,
     });
     timings.prepare = started.elapsed();
-    let b_g2 = spawn_b_g2(params, &witness, None)?;
+    let b_g2 = frame.b_g2_on_cpu(&witness)?;
 
     let timed = |slot: &mut Duration, f: &mut dyn FnMut() -> G1Projective| {
         let started = Instant::now();
@@ -86,7 +83,7 @@ pub fn prove_start(
     };
 
     let started = Instant::now();
-    let h_coeffs = domain.h_coefficients(a, b, c);
+    let h_coeffs = frame.domain().h_coefficients(a, b, c);
     timings.h_fft = started.elapsed();
     let h = timed(&mut timings.h_msm, &mut || dense_msm::<G1>(&params.h, &h_coeffs));
     drop(h_coeffs);
@@ -95,21 +92,15 @@ pub fn prove_start(
     let l = timed(&mut timings.l_msm, &mut || {
         structured_msm::<G1>(&params.l, &w.aux, None)
     });
-    let (a_inputs, b_inputs) = input_msms(params, w);
     let num_inputs = w.inputs.len();
     let a = timed(&mut timings.a_msm, &mut || {
-        a_inputs + structured_msm::<G1>(&params.a[num_inputs..], &w.aux, Some(&w.a_aux_density))
+        structured_msm::<G1>(&params.a[num_inputs..], &w.aux, Some(&w.a_aux_density))
     });
     let split = w.b_inputs();
     let b_g1 = timed(&mut timings.b_g1_msm, &mut || {
-        b_inputs + structured_msm::<G1>(&params.b_g1[split..], &w.aux, Some(&w.b_aux_density))
+        structured_msm::<G1>(&params.b_g1[split..], &w.aux, Some(&w.b_aux_density))
     });
-    Ok(PendingProof::from_msms(
-        params,
-        rs,
-        MsmResults { h, l, a, b_g1, b_g2 },
-        timings,
-    ))
+    frame.assemble(&witness, AuxMsms { h, l, a, b_g1, b_g2 }, timings)
 }
 
 /// `prove_start` then `finish` on the CPU, for callers that do not pipeline.

@@ -15,48 +15,24 @@
 //! proves it on the CPU, B_G2 included).
 
 use super::{BackendError, BackendKind, BackendStatus, PartitionData, ProverBackend, ProverInput, Residency};
-use crate::domain::Domain;
-use crate::groth16::{
-    input_msms, preflight, spawn_b_g2, MsmResults, MsmWitness, PendingProof, ProveError, ProveTimings,
-};
-use crate::msm::{split_msm, MsmGroup, MsmSplit, ScalarVector, G1, G2};
-use crate::params::{CircuitCounts, ProvingParameters};
+use crate::groth16::{AuxG2, AuxMsms, Frame, MsmWitness, PendingProof, ProveError, ProveTimings};
+use crate::msm::{split_msm, MsmGroup, MsmSplit, G1, G2};
+use crate::params::ProvingParameters;
 use crate::r1cs::CompiledR1cs;
 use crate::request::Priority;
 use crate::sync::{lock, PriorityMutex};
 use blstrs::Scalar;
+use cuzk_sys::gpu::limits::{partition_working_set, witness_working_set, VRAM_SLACK};
 use cuzk_sys::gpu::{
-    staged_abc_bytes, staged_witness_bytes, DeviceInfo, GpuR1cs, GpuSrs, HostPin, MsmPlan, PartitionInput,
-    Sections, SmallOthers, Staged, WitnessInput, WitnessOutput,
+    staged_abc_bytes, staged_witness_bytes, DeviceInfo, GpuR1cs, GpuSrs, HostPin, MsmPlan,
+    PartitionInput, PartitionOutput, Sections, SmallOthers, Staged, WitnessInput,
 };
 use ff::{Field, PrimeField};
-use group::prime::PrimeCurveAffine;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 pub use cuzk_sys::gpu::{GpuError, Tuning};
-
-/// Environment variable capping each GPU's memory, in GiB (see
-/// [`CudaBackend::detect_capped`]).
-pub const MEMORY_CAP_VAR: &str = "CUZK_GPU_MEMORY_CAP_GIB";
-
-/// The memory cap `CUZK_GPU_MEMORY_CAP_GIB` asks for, in bytes (`None`
-/// when unset, or not a positive number, which is logged).
-pub fn memory_cap_from_env() -> Option<u64> {
-    let value = std::env::var(MEMORY_CAP_VAR).ok()?;
-    match value.trim().parse::<f64>() {
-        Ok(gib) if gib > 0.0 => Some((gib * (1u64 << 30) as f64) as u64),
-        _ => {
-            tracing::warn!(value, "{MEMORY_CAP_VAR} is not a positive number of GiB; ignored");
-            None
-        }
-    }
-}
-
-/// Device memory kept free beyond the resident parameters and one
-/// partition's working set (NTT and MSM temporaries, the CUDA context).
-const VRAM_SLACK: u64 = 2 << 30;
 
 /// Domains below this are proved on the CPU: too small to pay for the GPU
 /// (and sppark's MSM is not relied on for tiny inputs).
@@ -157,11 +133,8 @@ impl CudaBackend {
     /// A backend per visible CUDA device (CUDA_VISIBLE_DEVICES applies),
     /// restricted to the ordinals in `only` when it is not empty; empty
     /// without devices (or without the `cuda` feature at run time).
-    ///
-    /// The environment variable `CUZK_GPU_MEMORY_CAP_GIB` caps each device's
-    /// memory as [`CudaBackend::detect_capped`] does.
     pub fn detect(only: &[u32], residency: Residency, tuning: Tuning) -> Vec<CudaBackend> {
-        Self::detect_capped(only, residency, tuning, memory_cap_from_env())
+        Self::detect_capped(only, residency, tuning, None)
     }
 
     /// [`CudaBackend::detect`] with each device's memory capped at
@@ -445,145 +418,47 @@ impl CudaBackend {
         };
         let (r1cs, witness) = (&data.r1cs, &data.witness);
         let params = &input.params;
-        if witness.inputs.len() != r1cs.num_inputs() || witness.aux.len() != r1cs.num_aux() {
-            return Err(ProveError::InvalidAssignment(format!(
-                "witness of {} inputs and {} aux, its R1CS has {} and {}",
-                witness.inputs.len(),
-                witness.aux.len(),
-                r1cs.num_inputs(),
-                r1cs.num_aux()
-            ))
-            .into());
-        }
-        let domain = Domain::for_size(r1cs.num_constraints())
-            .ok_or(ProveError::DomainTooLarge(r1cs.num_constraints()))?;
-        let (a_density, b_input_density, b_aux_density) = r1cs.densities();
-        params
-            .check_counts(&CircuitCounts {
-                inputs: r1cs.num_inputs(),
-                aux: r1cs.num_aux(),
-                domain: domain.size(),
-                a_aux: a_density.count_ones(),
-                b: b_input_density.count_ones() + b_aux_density.count_ones(),
-            })
-            .map_err(ProveError::from)?;
-        let vk = &params.vk;
-        if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
-            return Err(ProveError::SubvertedParameters.into());
-        }
-        if domain.size() < GPU_MIN_DOMAIN {
-            let reason = format!(
-                "domain 2^{} is below the GPU minimum",
-                domain.size().trailing_zeros()
-            );
+        let frame = Frame::for_witness(r1cs, witness, params, input.randomness)?;
+        let domain = frame.domain().size();
+        if let Some(reason) = below_gpu_minimum(domain) {
             return Err(self.decline(reason, input));
         }
-        let rs = input.randomness.draw();
         let mut timings = ProveTimings {
             abc_on_device: true,
             ..ProveTimings::default()
         };
         let started = Instant::now();
-        let z_inv = z_inverse(domain.size());
-        let b_inputs = b_input_density.count_ones();
-        let region_input = WitnessInput {
-            inputs: &witness.inputs,
-            aux: witness.aux.device_view(),
-            lg_domain: domain.size().trailing_zeros(),
-            z_inv,
-            a_offset: r1cs.num_inputs(),
-            b_offset: b_inputs,
-            tuning: self.tuning,
+        let b_inputs = r1cs.densities().1.count_ones();
+        let region_input = RegionInput::Witness {
+            input: WitnessInput {
+                inputs: &witness.inputs,
+                aux: witness.aux.device_view(),
+                lg_domain: domain.trailing_zeros(),
+                z_inv: z_inverse(domain),
+                a_offset: r1cs.num_inputs(),
+                b_offset: b_inputs,
+                tuning: self.tuning,
+            },
+            r1cs,
+            wide: witness.aux.wide_count(),
         };
         timings.prepare = started.elapsed();
-        let ahead = match (self.resident_srs(params), self.resident_r1cs(r1cs)) {
-            (Some(srs), Some(gpu_r1cs)) => self.upload_ahead(
-                staged_witness_bytes(r1cs.num_inputs(), r1cs.num_aux(), witness.aux.wide_count()),
-                witness_working_set(r1cs.num_inputs(), r1cs.num_aux(), domain.size()),
-                input.priority,
-                || srs.stage_witness(&gpu_r1cs, &region_input),
-            ),
-            _ => None,
+        let RegionOutput { msms: out, small } = match self.region(params, domain, input.priority, &region_input, &mut timings) {
+            Region::Ran(Ok(output)) => *output,
+            Region::Ran(Err(e)) => return Err(self.decline(format!("CUDA error: {e}"), input)),
+            Region::Declined(reason) => return Err(self.decline(reason, input)),
+            Region::HostPath(reason) => return Ok(Witnessed::HostPath(input, reason)),
         };
-
-        let waited = Instant::now();
-        let mut resident = self.lock.lock(input.priority);
-        timings.lock_wait = waited.elapsed();
-        let region = Instant::now();
-        let srs = ensure_resident(self, &mut resident, params, domain.size(), self.residency);
-        self.publish(&resident);
-        let srs = match srs {
-            Ok(srs) => srs,
-            Err(reason) => {
-                drop(resident);
-                return Err(self.decline(reason, input));
-            }
+        let [small_l, small_a, small_b] = &small.unwrap_or_default();
+        let small = SmallSums {
+            l: small_sum::<G1>(small_l, &params.l),
+            a: small_sum::<G1>(small_a, &params.a[r1cs.num_inputs()..]),
+            b_g1: small_sum::<G1>(small_b, &params.b_g1[b_inputs..]),
+            b_g2: small_sum::<G2>(small_b, &params.b_g2[b_inputs..]),
         };
-        if srs.is_streamed() {
-            drop(resident);
-            return Ok(Witnessed::HostPath(
-                input,
-                "parameters streamed from the host".into(),
-            ));
-        }
-        let gpu_r1cs = ensure_r1cs(self, &mut resident, params, r1cs, domain.size());
-        self.publish(&resident);
-        let gpu_r1cs = match gpu_r1cs {
-            Ok(gpu_r1cs) => gpu_r1cs,
-            Err(reason) => {
-                drop(resident);
-                return Ok(Witnessed::HostPath(input, reason));
-            }
-        };
-        let output = match ahead {
-            Some((staged, took)) => {
-                timings.upload = took;
-                timings.upload_ahead = true;
-                srs.prove_witness_staged(&gpu_r1cs, &region_input, staged)
-            }
-            None => srs.prove_witness(&gpu_r1cs, &region_input),
-        };
-        drop(resident);
-        timings.gpu_region = region.elapsed();
-        let WitnessOutput { region: out, small } = match output {
-            Ok(output) => output,
-            Err(e) => return Err(self.decline(format!("CUDA error: {e}"), input)),
-        };
-        let t = out.timings;
-        if !timings.upload_ahead {
-            timings.upload = t.upload;
-        }
-        timings.abc = t.abc;
-        timings.classify = t.classify;
-        timings.h_fft = t.ntt;
-        timings.h_msm = t.h_msm;
-        timings.l_msm = t.l_msm;
-        timings.a_msm = t.a_msm;
-        timings.b_g1_msm = t.b_g1_msm;
-        // The inputs' MSMs on the CPU read only the inputs and densities.
-        let msm_witness = Arc::new(MsmWitness {
-            inputs: ScalarVector::new(&witness.inputs),
-            aux: ScalarVector::new(&[]),
-            a_aux_density: a_density.clone(),
-            b_input_density: b_input_density.clone(),
-            b_aux_density: b_aux_density.clone(),
-        });
-        let [small_l, small_a, small_b] = &small;
-        let small_b2 = small_sum::<G2>(small_b, &params.b_g2[b_inputs..]);
-        let b_g2 = spawn_b_g2(params, &msm_witness, Some((out.b_g2 + small_b2, t.b_g2_msm)))?;
-        let (a_inputs, b_g1_inputs) = input_msms(params, &msm_witness);
-        let pending = PendingProof::from_msms(
-            params,
-            rs,
-            MsmResults {
-                h: out.h,
-                l: out.l + small_sum::<G1>(small_l, &params.l),
-                a: a_inputs + out.a_aux + small_sum::<G1>(small_a, &params.a[r1cs.num_inputs()..]),
-                b_g1: b_g1_inputs + out.b_aux + small_sum::<G1>(small_b, &params.b_g1[b_inputs..]),
-                b_g2,
-            },
-            timings,
-        );
+        // The frame's input MSMs read only the inputs and densities.
+        let msm_witness = Arc::new(MsmWitness::inputs_only(&witness.inputs, r1cs));
+        let pending = assemble(frame, &msm_witness, &out, small, timings)?;
         Ok(Witnessed::Proved(pending))
     }
 
@@ -595,12 +470,9 @@ impl CudaBackend {
             );
         };
         let params = &input.params;
-        let (domain, rs) = preflight(assignment, params, input.randomness)?;
-        if domain.size() < GPU_MIN_DOMAIN {
-            let reason = format!(
-                "domain 2^{} is below the GPU minimum",
-                domain.size().trailing_zeros()
-            );
+        let frame = Frame::for_assignment(assignment, params, input.randomness)?;
+        let domain = frame.domain().size();
+        if let Some(reason) = below_gpu_minimum(domain) {
             return Err(self.decline(reason, input));
         }
         let mut timings = ProveTimings::default();
@@ -622,15 +494,14 @@ impl CudaBackend {
         // Small parts go to the CPU (blst), the rest to the GPU. B's split
         // serves both B MSMs, so its small parts are summed in G2 too before
         // they leave it.
-        let small_b2 = small_parts::<G2>(&b_split, &params.b_g2[b_inputs..]);
-        let (small_l, small_a, small_b) = (
-            take_small(&mut l_split, &params.l),
-            take_small(&mut a_split, &params.a[num_inputs..]),
-            take_small(&mut b_split, &params.b_g1[b_inputs..]),
-        );
+        let small = SmallSums {
+            b_g2: small_parts::<G2>(&b_split, &params.b_g2[b_inputs..]),
+            l: take_small(&mut l_split, &params.l),
+            a: take_small(&mut a_split, &params.a[num_inputs..]),
+            b_g1: take_small(&mut b_split, &params.b_g1[b_inputs..]),
+        };
         timings.prepare = started.elapsed();
 
-        let z_inv = z_inverse(domain.size());
         fn plan(split: &MsmSplit, offset: usize) -> MsmPlan<'_> {
             MsmPlan {
                 offset,
@@ -640,83 +511,186 @@ impl CudaBackend {
                 other_scalars: &split.other_scalars,
             }
         }
-        let region_input = PartitionInput {
+        let region_input = RegionInput::Evaluated(PartitionInput {
             a: &assignment.a,
             b: &assignment.b,
             c: &assignment.c,
-            lg_domain: domain.size().trailing_zeros(),
-            z_inv,
+            lg_domain: domain.trailing_zeros(),
+            z_inv: z_inverse(domain),
             l: plan(&l_split, 0),
             a_aux: plan(&a_split, num_inputs),
             b_aux: plan(&b_split, b_inputs),
             tuning: self.tuning,
+        });
+        let out = match self.region(params, domain, input.priority, &region_input, &mut timings) {
+            Region::Ran(Ok(output)) => output.msms,
+            Region::Ran(Err(e)) => return Err(self.decline(format!("CUDA error: {e}"), input)),
+            Region::Declined(reason) | Region::HostPath(reason) => return Err(self.decline(reason, input)),
+        };
+        drop(input);
+        Ok(assemble(frame, &witness, &out, small, timings)?)
+    }
+
+    /// One partition's CUDA region, for either path: its vectors copied
+    /// ahead when there is room (before the lock, beside another region),
+    /// then under the device lock at `priority` the parameters made
+    /// resident (or streamed), for a witness its R1CS beside them, and the
+    /// region run. The lock wait, the upload and the region's phases go to
+    /// `timings`.
+    fn region(
+        &self,
+        params: &Arc<ProvingParameters>,
+        domain: usize,
+        priority: Priority,
+        input: &RegionInput<'_>,
+        timings: &mut ProveTimings,
+    ) -> Region {
+        let ahead = match input {
+            RegionInput::Evaluated(abc) => self.resident_srs(params).and_then(|srs| {
+                self.upload_ahead(
+                    staged_abc_bytes(abc.lg_domain),
+                    partition_working_set(domain),
+                    priority,
+                    || srs.stage(abc),
+                )
+            }),
+            RegionInput::Witness { input, r1cs, wide } => {
+                match (self.resident_srs(params), self.resident_r1cs(r1cs)) {
+                    (Some(srs), Some(gpu_r1cs)) => self.upload_ahead(
+                        staged_witness_bytes(r1cs.num_inputs(), r1cs.num_aux(), *wide),
+                        witness_working_set(r1cs.num_inputs(), r1cs.num_aux(), domain),
+                        priority,
+                        || srs.stage_witness(&gpu_r1cs, input),
+                    ),
+                    _ => None,
+                }
+            }
         };
 
-        let ahead = self.resident_srs(params).and_then(|srs| {
-            let lg = region_input.lg_domain;
-            let reserve = partition_working_set(domain.size());
-            self.upload_ahead(staged_abc_bytes(lg), reserve, input.priority, || {
-                srs.stage(&region_input)
-            })
-        });
-
         let waited = Instant::now();
-        let mut resident = self.lock.lock(input.priority);
+        let mut resident = self.lock.lock(priority);
         timings.lock_wait = waited.elapsed();
         let region = Instant::now();
-        let srs = ensure_resident(self, &mut resident, params, domain.size(), self.residency);
+        let srs = ensure_resident(self, &mut resident, params, domain, self.residency);
         self.publish(&resident);
         let srs = match srs {
             Ok(srs) => srs,
-            Err(reason) => {
-                drop(resident);
-                return Err(self.decline(reason, input));
-            }
+            Err(reason) => return Region::Declined(reason),
         };
         timings.streamed = srs.is_streamed();
-        let output = match ahead {
-            Some((staged, took)) => {
-                timings.upload = took;
-                timings.upload_ahead = true;
-                srs.prove_staged(sections(params), &region_input, staged)
+        let staged = ahead.map(|(staged, took)| {
+            timings.upload = took;
+            timings.upload_ahead = true;
+            staged
+        });
+        let output = match input {
+            RegionInput::Evaluated(abc) => match staged {
+                Some(staged) => srs.prove_staged(sections(params), abc, staged),
+                None => srs.prove(sections(params), abc),
             }
-            None => srs.prove(sections(params), &region_input),
+            .map(|msms| Box::new(RegionOutput { msms, small: None })),
+            RegionInput::Witness { input, r1cs, .. } => {
+                if srs.is_streamed() {
+                    return Region::HostPath("parameters streamed from the host".into());
+                }
+                let gpu_r1cs = ensure_r1cs(self, &mut resident, params, r1cs, domain);
+                self.publish(&resident);
+                let gpu_r1cs = match gpu_r1cs {
+                    Ok(gpu_r1cs) => gpu_r1cs,
+                    Err(reason) => return Region::HostPath(reason),
+                };
+                match staged {
+                    Some(staged) => srs.prove_witness_staged(&gpu_r1cs, input, staged),
+                    None => srs.prove_witness(&gpu_r1cs, input),
+                }
+                .map(|out| {
+                    Box::new(RegionOutput {
+                        msms: out.region,
+                        small: Some(out.small),
+                    })
+                })
+            }
         };
         drop(resident);
         timings.gpu_region = region.elapsed();
-        let output = match output {
-            Ok(output) => output,
-            Err(e) => return Err(self.decline(format!("CUDA error: {e}"), input)),
-        };
-        let ProverInput { data, params, .. } = input;
-        drop(data);
-        let t = output.timings;
-        if !timings.upload_ahead {
-            timings.upload = t.upload;
+        if let Ok(out) = &output {
+            let t = &out.msms.timings;
+            if !timings.upload_ahead {
+                timings.upload = t.upload;
+            }
+            timings.abc = t.abc;
+            timings.classify = t.classify;
+            timings.h_fft = t.ntt;
+            timings.h_msm = t.h_msm;
+            timings.l_msm = t.l_msm;
+            timings.a_msm = t.a_msm;
+            timings.b_g1_msm = t.b_g1_msm;
         }
-        timings.h_fft = t.ntt;
-        timings.h_msm = t.h_msm;
-        timings.l_msm = t.l_msm;
-        timings.a_msm = t.a_msm;
-        timings.b_g1_msm = t.b_g1_msm;
-        // B_G2: the GPU's aux part plus the CPU's small parts; the thread
-        // adds the inputs' part (a handful of points) and is what the
-        // pending proof joins.
-        let b_g2 = spawn_b_g2(&params, &witness, Some((output.b_g2 + small_b2, t.b_g2_msm)))?;
-        let (a_inputs, b_g1_inputs) = input_msms(&params, &witness);
-        Ok(PendingProof::from_msms(
-            &params,
-            rs,
-            MsmResults {
-                h: output.h,
-                l: output.l + small_l,
-                a: a_inputs + output.a_aux + small_a,
-                b_g1: b_g1_inputs + output.b_aux + small_b,
-                b_g2,
-            },
-            timings,
-        ))
+        Region::Ran(output)
     }
+}
+
+/// What a CUDA region computes from.
+enum RegionInput<'a> {
+    /// The host path: a, b, c evaluated, the MSM scalars classified.
+    Evaluated(PartitionInput<'a>),
+    /// The witness path: the witness, with its circuit's R1CS put on the
+    /// device beside the parameters (`wide`: the aux values neither 0 nor 1).
+    Witness {
+        input: WitnessInput<'a>,
+        r1cs: &'a Arc<CompiledR1cs>,
+        wide: usize,
+    },
+}
+
+/// How a CUDA region ended.
+enum Region {
+    /// It ran (or failed with a CUDA error).
+    Ran(Result<Box<RegionOutput>, GpuError>),
+    /// The device cannot take the parameters (the reason): declined.
+    Declined(String),
+    /// The device holds the parameters but not the witness path's needs
+    /// (the reason): the host path proves the partition.
+    HostPath(String),
+}
+
+/// A region's MSMs, and on the witness path the "other" scalars too few
+/// for the device (L, A, B).
+struct RegionOutput {
+    msms: PartitionOutput,
+    small: Option<[SmallOthers; 3]>,
+}
+
+/// The MSM parts summed on the CPU beside the device (each over the aux
+/// points of its section).
+struct SmallSums {
+    l: blstrs::G1Projective,
+    a: blstrs::G1Projective,
+    b_g1: blstrs::G1Projective,
+    b_g2: blstrs::G2Projective,
+}
+
+/// The pending proof from a region's MSMs and the parts the CPU summed.
+fn assemble(
+    frame: Frame,
+    witness: &Arc<MsmWitness>,
+    out: &PartitionOutput,
+    small: SmallSums,
+    timings: ProveTimings,
+) -> Result<PendingProof, ProveError> {
+    let aux = AuxMsms {
+        h: out.h,
+        l: out.l + small.l,
+        a: out.a_aux + small.a,
+        b_g1: out.b_aux + small.b_g1,
+        b_g2: AuxG2::Computed(out.b_g2 + small.b_g2, out.timings.b_g2_msm),
+    };
+    frame.assemble(witness, aux, timings)
+}
+
+/// Why a domain is not proved on the device, if it is too small.
+fn below_gpu_minimum(domain: usize) -> Option<String> {
+    (domain < GPU_MIN_DOMAIN).then(|| format!("domain 2^{} is below the GPU minimum", domain.trailing_zeros()))
 }
 
 /// 1 / (g^n - 1) for the domain of size n: the vanishing polynomial's
@@ -792,33 +766,6 @@ fn ensure_r1cs(
     entry.r1cs = Some((Arc::downgrade(r1cs), Arc::clone(&gpu)));
     entry.working = entry.working.max(working);
     Ok(gpu)
-}
-
-/// Device bytes one host-path partition needs beyond the parameters: the
-/// larger of a, b, c (alive through the quotient) and the largest later
-/// MSM (B_G2: a window of up to 2^23 gathered points, scalars and indices
-/// at 228 bytes, with generous room for sppark's buckets and digits), plus
-/// sppark's MSM temporaries and (streamed) one chunk of points.
-fn partition_working_set(domain: usize) -> u64 {
-    let abc = 3 * domain as u64 * 32;
-    let g2_msm = (domain.min(1 << 23) as u64) * 228 + (3 << 29);
-    abc.max(g2_msm) + (1 << 30)
-}
-
-/// Device bytes the witness path needs beyond the parameters and the
-/// R1CS: the witness; then the larger of a, b, c (through the H MSM) and
-/// the classification of one MSM's scalars (the density-selected copy,
-/// flags and prefix sums, the other scalars and their indices: 84 bytes an
-/// aux variable at most) with the largest MSM's window (as
-/// [`ensure_resident`] counts it); plus sppark's temporaries. The packed
-/// copy of the aux variables lives only while they are expanded, before
-/// any of these, and is at most 33 bytes an aux variable, so it is within.
-fn witness_working_set(inputs: usize, aux: usize, domain: usize) -> u64 {
-    let witness = 32 * (inputs + aux) as u64;
-    let abc = 3 * domain as u64 * 32;
-    let g2_msm = (domain.min(1 << 23) as u64) * 228 + (3 << 29);
-    let classify = 84 * aux as u64 + g2_msm;
-    witness + abc.max(classify) + (1 << 30)
 }
 
 /// The parts of `split` too small for the GPU, summed on the CPU: the ones

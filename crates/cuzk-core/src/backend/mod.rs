@@ -20,7 +20,7 @@ mod dual;
 mod fallback;
 
 pub use cpu::CpuBackend;
-pub use cuda::{memory_cap_from_env, CudaBackend, GpuError, Tuning, GPU_MIN_DOMAIN, MEMORY_CAP_VAR};
+pub use cuda::{CudaBackend, GpuError, Tuning, GPU_MIN_DOMAIN};
 pub use dual::Dual;
 pub use fallback::Fallback;
 

@@ -20,6 +20,7 @@ mod no_cuda;
 #[cfg(not(feature = "cuda"))]
 use no_cuda as backend;
 
+#[cfg(feature = "fault-injection")]
 pub mod faults;
 
 /// A GPU failure.
@@ -230,6 +231,15 @@ fn check_plan(name: &str, plan: &MsmPlan<'_>, section: usize) -> Result<(), GpuE
     Ok(())
 }
 
+/// Called after each CUDA region: the failure a test injected, if any
+/// (never without the `fault-injection` feature).
+fn after_region() -> Result<(), GpuError> {
+    #[cfg(feature = "fault-injection")]
+    return faults::after_region();
+    #[cfg(not(feature = "fault-injection"))]
+    Ok(())
+}
+
 /// Number of visible CUDA devices (CUDA_VISIBLE_DEVICES applies); 0 without
 /// the feature or without a driver.
 pub fn device_count() -> usize {
@@ -350,7 +360,7 @@ impl GpuSrs {
     ) -> Result<PartitionOutput, GpuError> {
         self.check_partition(&sections, input)?;
         let output = self.srs.prove(&sections, input, None)?;
-        faults::after_region()?;
+        after_region()?;
         Ok(output)
     }
 
@@ -383,7 +393,7 @@ impl GpuSrs {
         };
         staged.check(self.device, expected)?;
         let output = self.srs.prove(&sections, input, Some(staged.staged))?;
-        faults::after_region()?;
+        after_region()?;
         Ok(output)
     }
 
@@ -668,7 +678,9 @@ pub fn ntt(device: usize, values: &mut [Scalar], inverse: bool, coset: bool) -> 
 /// other 31 bits.
 pub const R1CS_INPUT_BIT: u32 = 1 << 31;
 
-mod limits;
+/// The device-memory model and the device code's size limits (also
+/// compiled into the device code by build.rs).
+pub mod limits;
 pub use limits::MIN_DEVICE_MSM;
 
 /// One nonzero of a compiled R1CS matrix, in the layout the device reads:
@@ -978,7 +990,7 @@ impl GpuSrs {
         let output = self
             .srs
             .prove_witness(&r1cs.r1cs, input, staged.map(|s| s.staged))?;
-        faults::after_region()?;
+        after_region()?;
         Ok(output)
     }
 
