@@ -327,9 +327,9 @@ fn run_pass(
         Tuning::default(),
         cuzk_daemon::config::memory_cap_from_env(),
     )
-        .into_iter()
-        .map(|gpu| Arc::new(Fallback::new(Arc::new(gpu), Arc::new(CpuBackend))) as Arc<dyn ProverBackend>)
-        .collect();
+    .into_iter()
+    .map(|gpu| Arc::new(Fallback::new(Arc::new(gpu), Arc::new(CpuBackend))) as Arc<dyn ProverBackend>)
+    .collect();
     if backends.is_empty() {
         // The engine proves on the CPU then (and synthesises in full: the
         // CPU backend does not take witness-only partitions).

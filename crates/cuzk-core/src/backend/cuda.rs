@@ -24,8 +24,8 @@ use crate::sync::{lock, PriorityMutex};
 use blstrs::Scalar;
 use cuzk_sys::gpu::limits::{partition_working_set, witness_working_set, VRAM_SLACK};
 use cuzk_sys::gpu::{
-    staged_abc_bytes, staged_witness_bytes, DeviceInfo, GpuR1cs, GpuSrs, HostPin, MsmPlan,
-    PartitionInput, PartitionOutput, Sections, SmallOthers, Staged, WitnessInput,
+    staged_abc_bytes, staged_witness_bytes, DeviceInfo, GpuR1cs, GpuSrs, HostPin, MsmPlan, PartitionInput,
+    PartitionOutput, Sections, SmallOthers, Staged, WitnessInput,
 };
 use ff::{Field, PrimeField};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -443,12 +443,13 @@ impl CudaBackend {
             wide: witness.aux.wide_count(),
         };
         timings.prepare = started.elapsed();
-        let RegionOutput { msms: out, small } = match self.region(params, domain, input.priority, &region_input, &mut timings) {
-            Region::Ran(Ok(output)) => *output,
-            Region::Ran(Err(e)) => return Err(self.decline(format!("CUDA error: {e}"), input)),
-            Region::Declined(reason) => return Err(self.decline(reason, input)),
-            Region::HostPath(reason) => return Ok(Witnessed::HostPath(input, reason)),
-        };
+        let RegionOutput { msms: out, small } =
+            match self.region(params, domain, input.priority, &region_input, &mut timings) {
+                Region::Ran(Ok(output)) => *output,
+                Region::Ran(Err(e)) => return Err(self.decline(format!("CUDA error: {e}"), input)),
+                Region::Declined(reason) => return Err(self.decline(reason, input)),
+                Region::HostPath(reason) => return Ok(Witnessed::HostPath(input, reason)),
+            };
         let [small_l, small_a, small_b] = &small.unwrap_or_default();
         let small = SmallSums {
             l: small_sum::<G1>(small_l, &params.l),
@@ -690,7 +691,8 @@ fn assemble(
 
 /// Why a domain is not proved on the device, if it is too small.
 fn below_gpu_minimum(domain: usize) -> Option<String> {
-    (domain < GPU_MIN_DOMAIN).then(|| format!("domain 2^{} is below the GPU minimum", domain.trailing_zeros()))
+    (domain < GPU_MIN_DOMAIN)
+        .then(|| format!("domain 2^{} is below the GPU minimum", domain.trailing_zeros()))
 }
 
 /// 1 / (g^n - 1) for the domain of size n: the vanishing polynomial's
