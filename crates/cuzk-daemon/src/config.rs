@@ -119,6 +119,12 @@ pub struct DaemonSection {
     /// Permissions of a Unix socket, in octal ("0600", "0660"), applied
     /// whatever the umask.
     pub socket_mode: String,
+    /// Rewrite the HTTP/2 `:authority` that grpc-core clients (Python, C++)
+    /// send on a Unix socket (the percent-encoded path, which the server's
+    /// HTTP/2 layer refuses) to `localhost`. Off: such clients set the
+    /// channel option `grpc.default_authority = "localhost"` instead (Go and
+    /// Rust clients need neither).
+    pub unix_authority_fix: bool,
     /// `[daemon.tls]`: TLS for a TCP listener.
     pub tls: Option<TlsSection>,
 }
@@ -131,6 +137,7 @@ impl Default for DaemonSection {
             shutdown_grace_secs: 30,
             auth_token_file: None,
             socket_mode: "0600".into(),
+            unix_authority_fix: false,
             tls: None,
         }
     }

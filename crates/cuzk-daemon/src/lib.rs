@@ -4,6 +4,7 @@
 //! PostgreSQL queue.
 
 pub mod access;
+pub mod authority_fix;
 pub mod cluster;
 pub mod config;
 pub mod http;

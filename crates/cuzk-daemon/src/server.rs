@@ -3,6 +3,7 @@
 //! shutdown on SIGINT/SIGTERM.
 
 use crate::access::{self, AuthInterceptor, Token};
+use crate::authority_fix::FixedStream;
 use crate::config::Config;
 use crate::service::Service;
 use crate::setup::EngineSetup;
@@ -45,6 +46,8 @@ enum Listen {
     Unix {
         path: PathBuf,
         mode: u32,
+        /// `[daemon] unix_authority_fix`.
+        rewrite_authority: bool,
     },
 }
 
@@ -71,7 +74,11 @@ fn access_config(config: &Config) -> anyhow::Result<(Listen, Option<Token>)> {
                 );
             }
             uds::check_path(&path)?;
-            Listen::Unix { path, mode }
+            Listen::Unix {
+                path,
+                mode,
+                rewrite_authority: daemon.unix_authority_fix,
+            }
         }
         None => {
             // Loaded now, not at the first connection.
@@ -208,16 +215,21 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
 
     match listen {
-        Listen::Unix { path, mode } => {
+        Listen::Unix {
+            path,
+            mode,
+            rewrite_authority,
+        } => {
             let (listener, socket) = uds::bind(&path, mode)?;
             tracing::info!(
                 socket = %path.display(),
                 mode = format!("{mode:04o}"),
                 token_required = token.is_some(),
+                rewrite_authority,
                 "gRPC listening"
             );
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener)
-                .map(|connection| connection.map(uds::FixedStream::new));
+                .map(move |connection| connection.map(|c| FixedStream::new(c, rewrite_authority)));
             let served = Server::builder()
                 .add_service(health_service)
                 .add_service(service)

@@ -213,8 +213,12 @@ fn get_status_headers(authority: &[u8], repeat: bool) -> Vec<u8> {
 
 /// GetStatus calls over one raw HTTP/2 connection to the socket, each with
 /// `:authority` as given (`None`: the previous request's, by index).
-/// Returns each call's grpc-status and decoded response.
-async fn raw_get_status(socket: &Path, authorities: &[Option<&str>]) -> Vec<(String, pb::GetStatusResponse)> {
+/// Returns each call's grpc-status and decoded response, or the first
+/// stream reset the daemon sent.
+async fn raw_get_status(
+    socket: &Path,
+    authorities: &[Option<&str>],
+) -> Result<Vec<(String, pb::GetStatusResponse)>, String> {
     use prost::Message;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::UnixStream::connect(socket).await.unwrap();
@@ -258,10 +262,12 @@ async fn raw_get_status(socket: &Path, authorities: &[Option<&str>]) -> Vec<(Str
                 }
             }
             0x0 => results[index].1.extend_from_slice(&payload),
-            0x3 => panic!(
-                "stream {id} reset with error {} (1 = PROTOCOL_ERROR)",
-                u32::from_be_bytes(payload[..4].try_into().unwrap())
-            ),
+            0x3 => {
+                return Err(format!(
+                    "stream {id} reset with error {} (1 = PROTOCOL_ERROR)",
+                    u32::from_be_bytes(payload[..4].try_into().unwrap())
+                ))
+            }
             0x7 => panic!("GOAWAY: {payload:?}"),
             _ => {}
         }
@@ -269,7 +275,7 @@ async fn raw_get_status(socket: &Path, authorities: &[Option<&str>]) -> Vec<(Str
             open -= 1;
         }
     }
-    results
+    Ok(results
         .into_iter()
         .map(|(status, body)| {
             assert!(body.len() >= 5, "no response message");
@@ -277,36 +283,66 @@ async fn raw_get_status(socket: &Path, authorities: &[Option<&str>]) -> Vec<(Str
             let response = pb::GetStatusResponse::decode(&body[5..5 + len]).unwrap();
             (status.expect("no grpc-status"), response)
         })
-        .collect()
+        .collect())
 }
 
-/// grpc-core clients send the percent-encoded socket path as `:authority`
-/// (for `unix:///tmp/d/cuzk.sock`, `tmp%2Fd%2Fcuzk.sock`), which h2 alone
-/// rejects with PROTOCOL_ERROR; `localhost` is what older ones and grpc-go send.
+/// The `:authority` a grpc-core client sends on `socket` (for
+/// `unix:///tmp/d/cuzk.sock`, `tmp%2Fd%2Fcuzk.sock`).
+fn grpc_core_authority(socket: &Path) -> String {
+    socket
+        .to_str()
+        .unwrap()
+        .trim_start_matches('/')
+        .replace('/', "%2F")
+}
+
+/// grpc-core clients send the percent-encoded socket path as `:authority`,
+/// which h2 alone rejects with PROTOCOL_ERROR; with `[daemon]
+/// unix_authority_fix` the daemon rewrites it (`localhost` is what older
+/// clients and grpc-go send).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_core_authorities_on_the_unix_socket_get_a_real_status() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("cuzk.sock");
     let listen = format!("unix://{}", socket.display());
-    let _daemon = Proc::start(dir.path(), &listen, "", "022", &[]);
+    let _daemon = Proc::start(dir.path(), &listen, "unix_authority_fix = true", "022", &[]);
     let _ = common::connect(&listen).await;
 
-    let grpc_core = socket
-        .to_str()
-        .unwrap()
-        .trim_start_matches('/')
-        .replace('/', "%2F");
+    let grpc_core = grpc_core_authority(&socket);
     let calls = raw_get_status(
         &socket,
         &[Some(grpc_core.as_str()), None, Some("localhost"), Some("")],
     )
-    .await;
+    .await
+    .unwrap();
     assert_eq!(calls.len(), 4);
     for (status, response) in calls {
         assert_eq!(status, "0");
         assert_eq!(response.gpus.len(), 1, "{response:?}");
         assert!(response.gpus[0].name.contains("CPU"), "{response:?}");
     }
+}
+
+/// The rewriter is opt-in: without `[daemon] unix_authority_fix` a
+/// grpc-core `:authority` is refused (the client sets
+/// `grpc.default_authority` instead, docs/OPERATING.md) and `localhost`
+/// is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_authority_fix_a_grpc_core_authority_is_refused_and_localhost_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("cuzk.sock");
+    let listen = format!("unix://{}", socket.display());
+    let _daemon = Proc::start(dir.path(), &listen, "", "022", &[]);
+    let _ = common::connect(&listen).await;
+
+    let localhost = raw_get_status(&socket, &[Some("localhost")]).await.unwrap();
+    assert_eq!(localhost[0].0, "0");
+    let grpc_core = grpc_core_authority(&socket);
+    let refused = raw_get_status(&socket, &[Some(grpc_core.as_str())]).await;
+    assert!(
+        refused.as_ref().is_err_and(|e| e.contains("error 1 ")),
+        "{refused:?}"
+    );
 }
 
 /// Regression (issue 34, item 6): a header block with a cut-off HPACK
@@ -320,7 +356,13 @@ async fn a_malformed_header_block_on_the_unix_socket_closes_that_connection_only
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("cuzk.sock");
     let listen = format!("unix://{}", socket.display());
-    let daemon = Proc::start(dir.path(), &listen, "", "022", &[("CUZK_AUTH_TOKEN", TOKEN)]);
+    let daemon = Proc::start(
+        dir.path(),
+        &listen,
+        "unix_authority_fix = true",
+        "022",
+        &[("CUZK_AUTH_TOKEN", TOKEN)],
+    );
     let _ = common::connect(&listen).await;
 
     // A dynamic table size update whose integer is cut off, then one that

@@ -1,5 +1,5 @@
 //! Fuzz test (issue 34, item 6) of the Unix socket's header path: the
-//! bytes a local client sends go through `uds::AuthorityFix` (HTTP/2 frames
+//! bytes a local client sends go through `authority_fix::AuthorityFix` (HTTP/2 frames
 //! collected, every header block HPACK-decoded and re-encoded) before h2,
 //! and before the token is checked. Mutated client streams must be refused
 //! with an error or passed on, never panic, and what is passed on must be
@@ -15,7 +15,7 @@
 #[path = "../../cuzk-core/tests/fuzzing/mod.rs"]
 mod fuzzing;
 
-use cuzk_daemon::uds::AuthorityFix;
+use cuzk_daemon::authority_fix::AuthorityFix;
 use fuzzing::{mutate_bytes, Rng, Verdict};
 use tonic::codegen::http::uri::Authority;
 
