@@ -25,8 +25,9 @@
 #                                       cores (real-synthesis: sequential witness, by units,
 #                                       a, b, c, bellperson's own synthesis); PROOFS (porep-32g)
 #   scripts/gpu-run.sh native           each PROOFS' (porep-32g snap-32g window-post-32g) native
-#                                       witness alone, RUNS (3) times, and Poseidon one hash at
-#                                       a time beside the IFMA lanes (real-synthesis --native-only)
+#                                       witness alone, RUNS (3) times, with glibc's huge pages
+#                                       and without, and Poseidon one hash at a time beside the
+#                                       IFMA lanes (real-synthesis --native-only)
 #   scripts/gpu-run.sh realc2           real-circuit C2 through the engine (real-c2), PASSES
 #                                       (witness:3,host:1) in one process, BUDGET GiB (100),
 #                                       a timeline chart per pass; REALC2_ARGS: more flags
@@ -144,10 +145,17 @@ PY
     # The native witness alone on this host's cores, and Poseidon one hash
     # at a time against the IFMA lanes (real-synthesis --native-only).
     grep -o -m1 'avx512ifma' /proc/cpuinfo || echo "no avx512ifma on this host"
+    # With glibc's huge pages (as deploy/systemd/cuzk.service runs the
+    # daemon: a fresh witness vector is faulted in 2 MiB at a time) and
+    # without them.
     for proof in ${PROOFS:-porep-32g snap-32g window-post-32g}; do
-      timeout "${WITNESS_TIMEOUT:-300}" "$bin" real-synthesis --proof "$proof" --native-only "${RUNS:-3}" \
-        >"$out/native-witness-$proof.json" 2>"$out/native-witness-$proof.log"
-      echo "$proof exit: $?"; tail -3 "$out/native-witness-$proof.log"; cat "$out/native-witness-$proof.json"
+      for pages in huge plain; do
+        tunables=; [ "$pages" = huge ] && tunables=glibc.malloc.hugetlb=1
+        GLIBC_TUNABLES=$tunables timeout "${WITNESS_TIMEOUT:-300}" "$bin" real-synthesis --proof "$proof" \
+          --native-only "${RUNS:-3}" >"$out/native-witness-$proof-$pages.json" 2>"$out/native-witness-$proof-$pages.log"
+        echo "$proof ($pages pages) exit: $?"; tail -3 "$out/native-witness-$proof-$pages.log"
+        cat "$out/native-witness-$proof-$pages.json"
+      done
     done
     ;;
   realc2)
