@@ -12,10 +12,10 @@
 
 use crate::report::{self, GpuInfo, HostInfo, JsonReport};
 use clap::Args;
+use cuzk_core::params::ParamsLayout as Layout;
 use cuzk_daemon::config::{ByteSize, Config};
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -247,24 +247,21 @@ impl Circuit {
     }
 }
 
-/// Constraints per partition and partitions per proof (cuzk-filecoin's
-/// figures, upper estimates as the engine budgets them).
+/// Constraints per partition (cuzk-filecoin's upper estimates, as the
+/// engine budgets them) and partitions per proof (filecoin-proofs' own
+/// counts; a WindowPoSt job is one partition).
 fn shape(kind: Kind, sector_size: u64) -> (usize, usize) {
     use cuzk_filecoin::constraints;
     match kind {
         Kind::Porep => (
             constraints::porep(sector_size),
-            if sector_size >= 32 << 30 { 10 } else { 1 },
+            constraints::porep_partitions(sector_size),
         ),
         Kind::Winning => (constraints::winning(sector_size), 1),
         Kind::Window => (constraints::window(sector_size), 1),
         Kind::Snap => (
             constraints::snap(sector_size),
-            match sector_size {
-                s if s <= 2 << 10 => 1,
-                s if s <= 8 << 20 => 4,
-                _ => 16,
-            },
+            constraints::snap_partitions(sector_size),
         ),
     }
 }
@@ -277,75 +274,6 @@ fn shape(kind: Kind, sector_size: u64) -> (usize, usize) {
 fn r1cs_bytes(kind: Kind, constraints: usize) -> u64 {
     let per_constraint = if kind == Kind::Porep { 57 } else { 86 };
     constraints as u64 * per_constraint
-}
-
-/// A `.params` file's section sizes, read from its header (the counts
-/// before each section), and the length they imply.
-#[derive(Debug, Clone, Copy)]
-struct Layout {
-    inputs: u64,
-    h: u64,
-    l: u64,
-    a: u64,
-    b_g1: u64,
-    b_g2: u64,
-    expected_len: u64,
-    file_len: u64,
-}
-
-const G1: u64 = 96;
-const G2: u64 = 192;
-
-impl Layout {
-    /// Reads the counts with seeks (a few bytes per section, whatever the
-    /// file's size); the layout is bellperson's `Parameters::write`.
-    fn read(path: &Path) -> Result<Self, String> {
-        let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-        let file_len = file.metadata().map_err(|e| e.to_string())?.len();
-        let mut count = |at: u64, what: &str| -> Result<u64, String> {
-            let mut word = [0u8; 4];
-            file.seek(SeekFrom::Start(at))
-                .and_then(|_| file.read_exact(&mut word))
-                .map_err(|_| {
-                    format!("truncated: the {what} count at byte {at} is past the end ({file_len} bytes)")
-                })?;
-            Ok(u64::from(u32::from_be_bytes(word)))
-        };
-        // vk: alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, then ic.
-        let mut at = 3 * G1 + 3 * G2;
-        let inputs = count(at, "vk.ic")?;
-        at += 4 + inputs * G1;
-        let mut sections = [0u64; 5];
-        for (i, (name, point)) in [("h", G1), ("l", G1), ("a", G1), ("b_g1", G1), ("b_g2", G2)]
-            .into_iter()
-            .enumerate()
-        {
-            sections[i] = count(at, name)?;
-            at += 4 + sections[i] * point;
-        }
-        let [h, l, a, b_g1, b_g2] = sections;
-        Ok(Self {
-            inputs,
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2,
-            expected_len: at,
-            file_len,
-        })
-    }
-
-    /// The FFT domain: H holds domain - 1 points.
-    fn domain(&self) -> u64 {
-        self.h + 1
-    }
-
-    /// Bytes of the five sections on the device (blst layouts, as in the
-    /// file: 96 bytes a G1 point, 192 a G2 point).
-    fn device_bytes(&self) -> u64 {
-        (self.h + self.l + self.a + self.b_g1) * G1 + self.b_g2 * G2
-    }
 }
 
 /// What one circuit needs of a GPU's free memory, by the CUDA backend's
@@ -1110,7 +1038,7 @@ fn parameters_check(circuit: &Circuit, dir: &Path, verify: bool) -> Check {
     let layout = match Layout::read(&params) {
         Ok(layout) => layout,
         Err(why) => {
-            return Check::new(name, Status::Fail, format!("{}: {why}", params.display()))
+            return Check::new(name, Status::Fail, why.to_string())
                 .fix(format!("delete the file and {fetch}"))
         }
     };

@@ -397,6 +397,94 @@ pub struct CircuitCounts {
     pub b: usize,
 }
 
+/// A `.params` file's section sizes, read from its header (the count
+/// before each section, with a few seeks whatever the file's size), and the
+/// length they imply: what sizing a circuit needs without loading it (the
+/// operator's doctor). The layout is bellperson's `Parameters::write`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamsLayout {
+    /// Public inputs, the constant one included (`vk.ic`).
+    pub inputs: u64,
+    /// H points (the FFT domain less one).
+    pub h: u64,
+    /// L points (aux variables).
+    pub l: u64,
+    /// A points.
+    pub a: u64,
+    /// B points in G1.
+    pub b_g1: u64,
+    /// B points in G2.
+    pub b_g2: u64,
+    /// The file length the header describes.
+    pub expected_len: u64,
+    /// The file's length.
+    pub file_len: u64,
+}
+
+impl ParamsLayout {
+    /// Reads the counts of `path`'s header. A count past the end of the
+    /// file is [`ParamsError::Truncated`]; a file longer or shorter than
+    /// its header describes is told by `expected_len` against `file_len`.
+    pub fn read(path: &Path) -> Result<Self, ParamsError> {
+        use std::io::{Read, Seek, SeekFrom};
+        let io = |source| ParamsError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        let file_len = file.metadata().map_err(io)?.len();
+        let mut count = |at: u64, what: &str| -> Result<u64, ParamsError> {
+            let mut word = [0u8; 4];
+            file.seek(SeekFrom::Start(at))
+                .and_then(|_| file.read_exact(&mut word))
+                .map_err(|_| ParamsError::Truncated {
+                    path: path.to_path_buf(),
+                    what: format!("the {what} count"),
+                    start: at,
+                    end: at + 4,
+                    len: file_len,
+                })?;
+            Ok(u64::from(u32::from_be_bytes(word)))
+        };
+        const G1: u64 = G1_BYTES as u64;
+        const G2: u64 = G2_BYTES as u64;
+        // vk: alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, then ic.
+        let mut at = 3 * G1 + 3 * G2;
+        let inputs = count(at, "vk.ic")?;
+        at += 4 + inputs * G1;
+        let mut sections = [0u64; 5];
+        for (i, (name, point)) in [("h", G1), ("l", G1), ("a", G1), ("b_g1", G1), ("b_g2", G2)]
+            .into_iter()
+            .enumerate()
+        {
+            sections[i] = count(at, name)?;
+            at += 4 + sections[i] * point;
+        }
+        let [h, l, a, b_g1, b_g2] = sections;
+        Ok(Self {
+            inputs,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+            expected_len: at,
+            file_len,
+        })
+    }
+
+    /// The FFT domain: H holds domain - 1 points.
+    pub fn domain(&self) -> u64 {
+        self.h + 1
+    }
+
+    /// Bytes of the five sections in memory or on a device (blst's
+    /// affine layouts, as in the file: 96 bytes a G1 point, 192 a G2 point).
+    pub fn device_bytes(&self) -> u64 {
+        (self.h + self.l + self.a + self.b_g1) * G1_BYTES as u64 + self.b_g2 * G2_BYTES as u64
+    }
+}
+
 impl ProvingParameters {
     /// Reads a `.params` file.
     pub fn read(path: &Path, check: PointCheck) -> Result<Self, ParamsError> {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::circuit_and_params;
-use cuzk_core::params::{read_vk, write_vk_file};
+use cuzk_core::params::{read_vk, write_vk_file, ParamsLayout};
 use cuzk_core::{synthesize, ParamsError, PointCheck, ProvingParameters, Scalar, SyntheticCircuit};
 use ff::Field;
 use std::path::Path;
@@ -60,6 +60,54 @@ fn write_read_round_trip_and_bellperson_interchange() {
     let mut vk_bytes = Vec::new();
     params.vk.write(&mut vk_bytes).unwrap();
     assert_eq!(std::fs::read(&vk_path).unwrap(), vk_bytes);
+}
+
+/// The header reader the doctor uses gives the sections' lengths of a file
+/// bellperson wrote, its length, and for a cut file a length it does not
+/// have or the count it could not read.
+#[test]
+fn the_header_layout_matches_the_sections_bellperson_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = small_params();
+    let path = dir.path().join("theirs.params");
+    let mut bytes = Vec::new();
+    params.to_bellperson().write(&mut bytes).unwrap();
+    std::fs::write(&path, &bytes).unwrap();
+    let layout = ParamsLayout::read(&path).unwrap();
+    assert_eq!(
+        (
+            layout.inputs,
+            layout.h,
+            layout.l,
+            layout.a,
+            layout.b_g1,
+            layout.b_g2
+        ),
+        (
+            params.vk.ic.len() as u64,
+            params.h.len() as u64,
+            params.l.len() as u64,
+            params.a.len() as u64,
+            params.b_g1.len() as u64,
+            params.b_g2.len() as u64
+        )
+    );
+    assert_eq!(
+        (layout.expected_len, layout.file_len),
+        (bytes.len() as u64, bytes.len() as u64)
+    );
+    assert_eq!(layout.domain(), params.h.len() as u64 + 1);
+
+    let cut = dir.path().join("cut.params");
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    let layout = ParamsLayout::read(&cut).unwrap();
+    assert_eq!(layout.expected_len, bytes.len() as u64);
+    assert_eq!(layout.file_len, bytes.len() as u64 - 100);
+    std::fs::write(&cut, &bytes[..1000]).unwrap();
+    assert!(matches!(
+        ParamsLayout::read(&cut),
+        Err(ParamsError::Truncated { .. })
+    ));
 }
 
 fn read_err(path: &Path) -> ParamsError {

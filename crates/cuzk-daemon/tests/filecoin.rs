@@ -20,13 +20,7 @@ use pb::await_proof_response::Status;
 /// Parameters and fixtures shared by the tests of this binary (filecoin-proofs
 /// latches its settings once per process, so one directory for all).
 fn param_dir() -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params");
-        std::fs::create_dir_all(&dir).unwrap();
-        cuzk_filecoin::settings::init_with(Some(&dir), &dir)
-    })
-    .clone()
+    cuzk_filecoin::settings::init_once(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params"))
 }
 
 /// Generates (once, serialised: two writers of one file would collide) the

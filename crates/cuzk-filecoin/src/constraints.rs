@@ -52,3 +52,38 @@ pub fn snap(sector_size: u64) -> usize {
         _ => 82_000_000,
     }
 }
+
+/// Partitions of a PoRep proof of `sector_size` (filecoin-proofs' table: 10
+/// from 32 GiB, else 1; 1 for a size it does not know).
+pub fn porep_partitions(sector_size: u64) -> usize {
+    let partitions = filecoin_proofs::constants::POREP_PARTITIONS
+        .read()
+        .map(|table| table.get(&sector_size).copied())
+        .unwrap_or(None);
+    usize::from(partitions.unwrap_or(1))
+}
+
+/// Partitions of a SnapDeals proof of `sector_size` (storage-proofs-update's
+/// count from the sector's nodes: 1 for 2 KiB, 4 for 8 MiB, 16 from 512 MiB).
+pub fn snap_partitions(sector_size: u64) -> usize {
+    filecoin_proofs::partition_count(sector_size as usize / 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The counts filecoin-proofs and storage-proofs-update give are the
+    /// ones the Filecoin network uses (REFERENCE.md's workload table).
+    #[test]
+    fn partitions_per_proof_are_the_networks() {
+        assert_eq!(porep_partitions(2 << 10), 1);
+        assert_eq!(porep_partitions(512 * MIB), 1);
+        assert_eq!(porep_partitions(32 * GIB), 10);
+        assert_eq!(porep_partitions(64 * GIB), 10);
+        assert_eq!(snap_partitions(2 << 10), 1);
+        assert_eq!(snap_partitions(8 * MIB), 4);
+        assert_eq!(snap_partitions(512 * MIB), 16);
+        assert_eq!(snap_partitions(32 * GIB), 16);
+    }
+}

@@ -153,7 +153,7 @@ impl SizeProofs {
 /// 512 MiB). Not `RegisteredUpdateProof::partitions()`: that returns the
 /// *PoRep* partition count of the size (1 for 8 MiB, 10 for 32 GiB).
 pub fn snap_partitions(proof: RegisteredUpdateProof) -> usize {
-    filecoin_proofs::partition_count(u64::from(proof.sector_size()) as usize / 32)
+    crate::constraints::snap_partitions(u64::from(proof.sector_size()))
 }
 
 /// PoSt randomness as filecoin-proofs takes it: 32 little-endian bytes that

@@ -22,6 +22,20 @@ pub fn init_with(explicit: Option<&Path>, default: &Path) -> PathBuf {
     }
 }
 
+/// [`init_with`]`(Some(dir), dir)` once per process, `dir` created first;
+/// every later call returns the first call's directory (filecoin-proofs
+/// latches its settings once, so a test binary's tests share one).
+pub fn init_once(dir: &Path) -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot create the parameter directory");
+        }
+        init_with(Some(dir), dir)
+    })
+    .clone()
+}
+
 /// The parameter directory in effect: `FIL_PROOFS_PARAMETER_CACHE` when set,
 /// else `fallback` (which is then exported so filecoin-proofs agrees).
 /// The parent cache defaults to `parent-cache/` beside it.

@@ -52,13 +52,7 @@ struct Seeds {
 }
 
 fn param_dir() -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params");
-        std::fs::create_dir_all(&dir).unwrap();
-        cuzk_filecoin::settings::init_with(Some(&dir), &dir)
-    })
-    .clone()
+    cuzk_filecoin::settings::init_once(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params"))
 }
 
 fn to_json<T: DeserializeOwned + Serialize>(bytes: &[u8]) -> JsonSeed {
