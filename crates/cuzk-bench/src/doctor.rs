@@ -1306,8 +1306,8 @@ mod tests {
 
     #[test]
     fn vram_needs_follow_the_32g_porep_figures() {
-        // A 32 GiB PoRep partition's sections: BENCHMARKS.md measured
-        // 44.1 GiB of parameters on the H200, 7.0 GiB of R1CS, 70.7 GiB peak.
+        // A 32 GiB PoRep partition's sections, checked against what the
+        // H200 held (BENCHMARKS.md, "The witness path on the H200").
         let domain = 1u64 << 27;
         let aux = 130_278_541 - 328;
         let layout = Layout {

@@ -691,8 +691,8 @@ fn queue_position(jobs: &JobTable, job: &Job) -> u32 {
 /// Warns when large allocations will not get transparent huge pages: the
 /// kernel gives them only on request (`madvise` mode) and glibc asks only
 /// when told to. At full size the 4 KiB page faults on every partition's
-/// 17 GB cost more than generating its witness (BENCHMARKS.md: 45.6 s ->
-/// 32.9 s per 32 GiB-shaped proof on the H200 with huge pages).
+/// vectors cost more than generating its witness (BENCHMARKS.md,
+/// "Full-scale 32 GiB-shaped PoRep on the H200 (issue 6)").
 fn warn_without_huge_pages() {
     let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
     let tunables = std::env::var("GLIBC_TUNABLES").unwrap_or_default();

@@ -141,8 +141,8 @@ static_assert(sizeof(cuzk_partition_out_t) == 4 * 144 + 288 + 9 * 8,
 //
 // Why: cudaMemcpy from pageable memory goes through the driver's small
 // bounce buffer, filled by one CPU thread, and does not overlap that fill
-// with the DMA: about 6.5 GB/s on the H200 host, so a, b and c of a 2^26
-// partition (3 x 2 GiB) took a second. Pinning the vectors themselves
+// with the DMA (BENCHMARKS.md, "GPU backend on the H200 (issue 4)": half
+// of a 2^26 partition's region was that copy). Pinning the vectors themselves
 // (cudaHostRegister) costs about as much per call as it saves. Instead,
 // several host threads fill one of two pinned buffers while the copy engine
 // drains the other, so the copy runs at the slower of PCIe and the threads'
