@@ -127,6 +127,38 @@ pub struct ProveTimings {
     pub classify: Duration,
 }
 
+impl ProveTimings {
+    /// Where a, b and c were computed: on the device, on the host by the
+    /// backend, or by synthesis.
+    pub fn abc_path(&self) -> &'static str {
+        if self.abc_on_device {
+            "device"
+        } else if !self.abc.is_zero() {
+            "host"
+        } else {
+            "synthesis"
+        }
+    }
+
+    /// The device phases as `name=value` fields for a TIMELINE line (the
+    /// engine prints them without knowing them; `cuzk-bench timeline`
+    /// reads them by these names).
+    pub fn device_fields(&self) -> String {
+        format!(
+            "lock_wait_ms={} gpu_ms={} upload_ms={} upload_ahead={} abc={} abc_ms={} classify_ms={} ntt_ms={} h_msm_ms={}",
+            self.lock_wait.as_millis(),
+            self.gpu_region.as_millis(),
+            self.upload.as_millis(),
+            self.upload_ahead,
+            self.abc_path(),
+            self.abc.as_millis(),
+            self.classify.as_millis(),
+            self.h_fft.as_millis(),
+            self.h_msm.as_millis()
+        )
+    }
+}
+
 #[derive(Debug)]
 struct Parts {
     params: Arc<ProvingParameters>,

@@ -13,19 +13,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-/// Where a partition's a, b, c were computed: "device" (the witness path),
-/// "host" (from its witness, in the backend) or "synthesis" (synthesised
-/// in full).
-fn abc_path(t: &cuzk_core::ProveTimings) -> &'static str {
-    if t.abc_on_device {
-        "device"
-    } else if !t.abc.is_zero() {
-        "host"
-    } else {
-        "synthesis"
-    }
-}
-
 /// How many times one partition may be sent to another device after a
 /// device failed it.
 const REQUEUES_PER_PARTITION: u32 = 2;
@@ -113,24 +100,7 @@ pub(crate) fn worker(
                         .with_label_values(&[&device.to_string()])
                         .inc_by(t.gpu_region.as_secs_f64());
                 }
-                timeline::event_with(
-                    "prover_gpu_end",
-                    &job.id,
-                    partition,
-                    name,
-                    &format!(
-                        "lock_wait_ms={} gpu_ms={} upload_ms={} upload_ahead={} abc={} abc_ms={} classify_ms={} ntt_ms={} h_msm_ms={}",
-                        t.lock_wait.as_millis(),
-                        t.gpu_region.as_millis(),
-                        t.upload.as_millis(),
-                        t.upload_ahead,
-                        abc_path(t),
-                        t.abc.as_millis(),
-                        t.classify.as_millis(),
-                        t.h_fft.as_millis(),
-                        t.h_msm.as_millis()
-                    ),
-                );
+                timeline::event_with("prover_gpu_end", &job.id, partition, name, &t.device_fields());
             }
             Err(_) => timeline::event("prover_gpu_end", &job.id, partition, name),
         }
