@@ -9,9 +9,10 @@
 use crate::bellperson_synthesis;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use cuzk_core::PlanError;
 use cuzk_core::{CompiledR1cs, ProofRequest, Scalar, SizeHint};
 use cuzk_filecoin::structure::{self, CircuitWork, PartitionUnits, StructureInput, StructureSpec};
-use cuzk_filecoin::{FilecoinError, PlanOptions};
+use cuzk_filecoin::PlanOptions;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,7 +30,7 @@ const ALLOW: PlanOptions = PlanOptions {
 };
 
 pub(crate) fn parse_spec(s: &str) -> Result<StructureSpec, String> {
-    s.parse().map_err(|e: FilecoinError| e.to_string())
+    s.parse().map_err(|e: PlanError| e.to_string())
 }
 
 #[derive(Args, Debug)]
@@ -290,11 +291,11 @@ impl CircuitWork for Measure {
 
     fn run<C: bellperson::Circuit<Scalar> + Send>(
         mut self,
-        circuit: &dyn Fn() -> Result<C, FilecoinError>,
+        circuit: &dyn Fn() -> Result<C, PlanError>,
         units: Option<PartitionUnits<'_, C>>,
-        _: &dyn Fn() -> Option<Result<cuzk_core::Witness, FilecoinError>>,
-    ) -> Result<Self::Out, FilecoinError> {
-        let synthesis = |e: cuzk_core::R1csError| FilecoinError::Synthesis(e.to_string());
+        _: &dyn Fn() -> Option<Result<cuzk_core::Witness, PlanError>>,
+    ) -> Result<Self::Out, PlanError> {
+        let synthesis = |e: cuzk_core::R1csError| PlanError::Synthesis(e.to_string());
 
         eprintln!("circuit build ...");
         let t = Timed::start();
@@ -307,8 +308,7 @@ impl CircuitWork for Measure {
         let r1cs = CompiledR1cs::record(built).map_err(synthesis)?;
         // Shared with the plan's cache, so its witness does not record again.
         let circuit_id = self.plan.circuit_id();
-        let r1cs =
-            cuzk_core::R1csCache::global().get_or_record(&circuit_id, || Ok::<_, FilecoinError>(r1cs))?;
+        let r1cs = cuzk_core::R1csCache::global().get_or_record(&circuit_id, || Ok::<_, PlanError>(r1cs))?;
         let record = t.stop(json!({
             "constraints": r1cs.num_constraints(),
             "inputs": r1cs.num_inputs(),
@@ -352,18 +352,18 @@ impl CircuitWork for Measure {
             let data = self
                 .plan
                 .synthesize_witness(self.partition)
-                .map_err(|e| FilecoinError::Synthesis(e.to_string()))?;
+                .map_err(|e| PlanError::Synthesis(e.to_string()))?;
             let native = cuzk_filecoin::plans::native_witnesses() > natives;
             let mut step = t.stop(json!({ "native": native }));
             let cuzk_core::PartitionData::Witness(engine) = data else {
-                return Err(FilecoinError::Synthesis(
+                return Err(PlanError::Synthesis(
                     "no witness-only form (CUZK_R1CS=off?)".into(),
                 ));
             };
             let equal = engine.witness == witness;
             step["equal_to_gadgets"] = json!(equal);
             if !equal {
-                return Err(FilecoinError::Synthesis(
+                return Err(PlanError::Synthesis(
                     "the engine's witness differs from the gadgets' sequential one".into(),
                 ));
             }
@@ -400,7 +400,7 @@ impl CircuitWork for Measure {
                 drop(by_units);
                 step["equal_to_sequential"] = json!(equal);
                 if !equal {
-                    return Err(FilecoinError::Synthesis(
+                    return Err(PlanError::Synthesis(
                         "the witness by units differs from the sequential one".into(),
                     ));
                 }
@@ -460,7 +460,7 @@ impl CircuitWork for Measure {
             };
             let t = Timed::start();
             let assignment = cuzk_core::synthesize(circuit()?, hint)
-                .map_err(|e| FilecoinError::Synthesis(format!("synthesize: {e}")))?;
+                .map_err(|e| PlanError::Synthesis(format!("synthesize: {e}")))?;
             let out = t.stop(json!({ "constraints": assignment.a.len() }));
             self.out.insert("synthesize".into(), out);
         }
@@ -486,7 +486,7 @@ static PROVER_RETURNED: AtomicBool = AtomicBool::new(false);
 fn bellperson_synthesis_then_exit<C: bellperson::Circuit<Scalar> + Send>(
     circuit: C,
     mut out: serde_json::Map<String, Value>,
-) -> FilecoinError {
+) -> PlanError {
     let t = Timed::start();
     let watcher = std::thread::spawn(move || loop {
         if let Some(time) = bellperson_synthesis::wait_for_one(std::time::Duration::from_secs(1)) {
@@ -503,7 +503,7 @@ fn bellperson_synthesis_then_exit<C: bellperson::Circuit<Scalar> + Send>(
     let result = bellperson::groth16::create_proof(circuit, &params, Scalar::from(1u64), Scalar::from(2u64));
     PROVER_RETURNED.store(true, Ordering::Release);
     let _ = watcher.join();
-    FilecoinError::Synthesis(format!(
+    PlanError::Synthesis(format!(
         "bellperson's create_proof logged no synthesis time (it returned {:?})",
         result.map(|_| ())
     ))
@@ -557,10 +557,10 @@ pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
         type Out = serde_json::Map<String, Value>;
         fn run<C: bellperson::Circuit<Scalar> + Send>(
             self,
-            circuit: &dyn Fn() -> Result<C, FilecoinError>,
+            circuit: &dyn Fn() -> Result<C, PlanError>,
             units: Option<PartitionUnits<'_, C>>,
-            native: &dyn Fn() -> Option<Result<cuzk_core::Witness, FilecoinError>>,
-        ) -> Result<Self::Out, FilecoinError> {
+            native: &dyn Fn() -> Option<Result<cuzk_core::Witness, PlanError>>,
+        ) -> Result<Self::Out, PlanError> {
             let Planned(mut measure, started, cpu) = self;
             let (wall, cpu) = (started.elapsed().as_secs_f64(), cpu_seconds() - cpu);
             measure.out.insert(
@@ -610,16 +610,16 @@ impl CircuitWork for NativeOnly {
 
     fn run<C: bellperson::Circuit<Scalar> + Send>(
         mut self,
-        _: &dyn Fn() -> Result<C, FilecoinError>,
+        _: &dyn Fn() -> Result<C, PlanError>,
         _: Option<PartitionUnits<'_, C>>,
-        native: &dyn Fn() -> Option<Result<cuzk_core::Witness, FilecoinError>>,
-    ) -> Result<Self::Out, FilecoinError> {
+        native: &dyn Fn() -> Option<Result<cuzk_core::Witness, PlanError>>,
+    ) -> Result<Self::Out, PlanError> {
         let mut runs = Vec::new();
         for run in 0..self.runs {
             eprintln!("native witness, run {} ...", run + 1);
             let t = Timed::start();
             let witness = native()
-                .ok_or_else(|| FilecoinError::Synthesis("this proof type has no native writer".into()))??;
+                .ok_or_else(|| PlanError::Synthesis("this proof type has no native writer".into()))??;
             runs.push(t.stop(json!({ "aux": witness.aux.len() })));
         }
         self.out.insert("native_runs".into(), json!(runs));

@@ -69,7 +69,7 @@ pub struct RealC2Args {
 }
 
 fn parse_spec(s: &str) -> Result<StructureSpec, String> {
-    s.parse().map_err(|e: cuzk_filecoin::FilecoinError| e.to_string())
+    s.parse().map_err(|e: cuzk_core::PlanError| e.to_string())
 }
 
 /// One pass of proofs through an engine of its own.

@@ -21,8 +21,8 @@
 
 use crate::registry::{self, POST_PROOFS, SEAL_PROOFS, UPDATE_PROOFS};
 use crate::request::prover_id;
-use crate::FilecoinError;
 use base64::Engine as _;
+use cuzk_core::PlanError;
 use cuzk_core::{ProofKind, ProofRequest, SectorFields};
 use filecoin_proofs_api::seal::{self, SealCommitPhase1Output};
 use filecoin_proofs_api::{
@@ -37,16 +37,16 @@ use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-type Result<T, E = FilecoinError> = std::result::Result<T, E>;
+type Result<T, E = PlanError> = std::result::Result<T, E>;
 
 /// A malformed file or field.
-fn invalid(message: String) -> FilecoinError {
-    FilecoinError::InvalidArgument(message)
+fn invalid(message: String) -> PlanError {
+    PlanError::InvalidArgument(message)
 }
 
 /// A sealing step (or file write), named by `what`, failed.
-fn failed<E: Display>(what: impl Display) -> impl FnOnce(E) -> FilecoinError {
-    move |e| FilecoinError::Internal(format!("{what}: {e:#}"))
+fn failed<E: Display>(what: impl Display) -> impl FnOnce(E) -> PlanError {
+    move |e| PlanError::Internal(format!("{what}: {e:#}"))
 }
 
 /// An outcome of sealing that should not be.
@@ -54,7 +54,7 @@ fn ensure(condition: bool, message: impl FnOnce() -> String) -> Result<()> {
     if condition {
         Ok(())
     } else {
-        Err(FilecoinError::Internal(message()))
+        Err(PlanError::Internal(message()))
     }
 }
 
@@ -729,9 +729,9 @@ fn post_vanilla(
     let step = format!("generate_fallback_sector_challenges({proof:?})");
     let mut challenges = post::generate_fallback_sector_challenges(proof, randomness, &[sector_id], prover)
         .map_err(failed(step))?;
-    let challenges = challenges.remove(&sector_id).ok_or_else(|| {
-        FilecoinError::Internal(format!("{proof:?}: no challenges for sector {SECTOR_NUMBER}"))
-    })?;
+    let challenges = challenges
+        .remove(&sector_id)
+        .ok_or_else(|| PlanError::Internal(format!("{proof:?}: no challenges for sector {SECTOR_NUMBER}")))?;
     let replica = PrivateReplicaInfo::new(proof, comm_r, work.cache.clone(), work.sealed.clone());
     post::generate_single_vanilla_proof(proof, sector_id, &replica, &challenges)
         .map_err(failed(format_args!("generate_single_vanilla_proof({proof:?})")))

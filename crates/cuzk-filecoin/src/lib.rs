@@ -32,62 +32,25 @@ pub mod validate;
 pub use plans::{plan_for, plan_with, FilecoinPlanned, PlanOptions};
 pub use source::FilecoinPlans;
 
-use cuzk_core::PlanError;
+pub(crate) use cuzk_core::PlanError;
 use filecoin_proofs::{MerkleTreeTrait, TreeRHasher};
-
-/// Why a Filecoin request cannot be served.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-pub enum FilecoinError {
-    /// The request (or a fixture file or field) is malformed or inconsistent.
-    #[error("{0}")]
-    InvalidArgument(String),
-    /// A proof type cuzk does not serve.
-    #[error("unsupported proof type: {0}")]
-    Unsupported(String),
-    /// Parameter files could not be generated or found.
-    #[error("{0}")]
-    Parameters(String),
-    /// A partition's circuit or witness could not be built.
-    #[error("synthesis failed: {0}")]
-    Synthesis(String),
-    /// The proof did not pass bellperson's or filecoin-proofs' verifier.
-    #[error("verification failed: {0}")]
-    Verification(String),
-    /// Something that should not fail did (a bug, filecoin-proofs', or a
-    /// fixture's sealing step).
-    #[error("{0}")]
-    Internal(String),
-}
-
-impl From<FilecoinError> for PlanError {
-    fn from(e: FilecoinError) -> Self {
-        match e {
-            FilecoinError::InvalidArgument(m) => PlanError::InvalidArgument(m),
-            FilecoinError::Unsupported(m) => PlanError::Unsupported(m),
-            FilecoinError::Parameters(m) => PlanError::Parameters(m),
-            FilecoinError::Synthesis(m) => PlanError::Synthesis(m),
-            FilecoinError::Verification(m) => PlanError::Verification(m),
-            FilecoinError::Internal(m) => PlanError::Internal(m),
-        }
-    }
-}
 
 /// Work generic over a sector's Merkle tree shape, picked at run time from
 /// the sector size (filecoin-proofs' `with_shape`, as a trait).
 pub(crate) trait ShapeDispatch {
     type Out;
-    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<Self::Out, FilecoinError>;
+    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<Self::Out, PlanError>;
 }
 
 /// Runs `work` with the tree shape of `sector_size`.
-pub(crate) fn dispatch_shape<W: ShapeDispatch>(sector_size: u64, work: W) -> Result<W::Out, FilecoinError> {
+pub(crate) fn dispatch_shape<W: ShapeDispatch>(sector_size: u64, work: W) -> Result<W::Out, PlanError> {
     use filecoin_proofs::*;
     match sector_size {
         SECTOR_SIZE_2_KIB | SECTOR_SIZE_8_MIB | SECTOR_SIZE_512_MIB => work.run::<SectorShapeBase>(),
         SECTOR_SIZE_4_KIB | SECTOR_SIZE_16_MIB | SECTOR_SIZE_1_GIB => work.run::<SectorShapeSub2>(),
         SECTOR_SIZE_16_KIB | SECTOR_SIZE_32_GIB => work.run::<SectorShapeSub8>(),
         SECTOR_SIZE_32_KIB | SECTOR_SIZE_64_GIB => work.run::<SectorShapeTop2>(),
-        other => Err(FilecoinError::InvalidArgument(format!(
+        other => Err(PlanError::InvalidArgument(format!(
             "no Filecoin sector shape for {other} bytes"
         ))),
     }
@@ -110,7 +73,7 @@ mod tests {
         }
     }
 
-    fn refusal(request: &ProofRequest) -> FilecoinError {
+    fn refusal(request: &ProofRequest) -> PlanError {
         plan_for(request).expect_err("refused")
     }
 
@@ -119,35 +82,35 @@ mod tests {
         // Not in the Go ABI tables.
         let e = refusal(&request(ProofKind::PorepSealCommit, 20));
         assert!(
-            matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("unknown seal")),
+            matches!(&e, PlanError::InvalidArgument(m) if m.contains("unknown seal")),
             "{e:?}"
         );
         let e = refusal(&request(ProofKind::SnapDealsUpdate, 5));
         assert!(
-            matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("unknown update")),
+            matches!(&e, PlanError::InvalidArgument(m) if m.contains("unknown update")),
             "{e:?}"
         );
         // No C1 output.
         let e = refusal(&request(ProofKind::PorepSealCommit, 5));
         assert!(
-            matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("no C1 output")),
+            matches!(&e, PlanError::InvalidArgument(m) if m.contains("no C1 output")),
             "{e:?}"
         );
         // Non-interactive PoRep makes an aggregate.
         let e = refusal(&request(ProofKind::PorepSealCommit, 15));
         assert!(
-            matches!(&e, FilecoinError::Unsupported(m) if m.contains("non-interactive")),
+            matches!(&e, PlanError::Unsupported(m) if m.contains("non-interactive")),
             "{e:?}"
         );
         // A WindowPoSt number for a WinningPoSt request, and the reverse.
         let e = refusal(&request(ProofKind::WinningPost, 10));
         assert!(
-            matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("not a WinningPoSt")),
+            matches!(&e, PlanError::InvalidArgument(m) if m.contains("not a WinningPoSt")),
             "{e:?}"
         );
         let e = refusal(&request(ProofKind::WindowPostPartition, 0));
         assert!(
-            matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("not a WindowPoSt")),
+            matches!(&e, PlanError::InvalidArgument(m) if m.contains("not a WindowPoSt")),
             "{e:?}"
         );
         // A sector size the registered proof is not of.
@@ -155,41 +118,8 @@ mod tests {
         r.sector.sector_size = 4096;
         let e = refusal(&r);
         assert!(
-            matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("does not match")),
+            matches!(&e, PlanError::InvalidArgument(m) if m.contains("does not match")),
             "{e:?}"
         );
-    }
-
-    #[test]
-    fn plan_errors_keep_the_kind_and_message() {
-        let cases = [
-            (
-                FilecoinError::InvalidArgument("m".into()),
-                PlanError::InvalidArgument("m".into()),
-            ),
-            (
-                FilecoinError::Unsupported("m".into()),
-                PlanError::Unsupported("m".into()),
-            ),
-            (
-                FilecoinError::Parameters("m".into()),
-                PlanError::Parameters("m".into()),
-            ),
-            (
-                FilecoinError::Synthesis("m".into()),
-                PlanError::Synthesis("m".into()),
-            ),
-            (
-                FilecoinError::Verification("m".into()),
-                PlanError::Verification("m".into()),
-            ),
-            (
-                FilecoinError::Internal("m".into()),
-                PlanError::Internal("m".into()),
-            ),
-        ];
-        for (ours, theirs) in cases {
-            assert_eq!(PlanError::from(ours), theirs);
-        }
     }
 }

@@ -4,7 +4,7 @@
 //! (`[srs] preload = ["porep-32g"]`), PreloadSRS and EvictSRS can use either.
 
 use crate::params::files;
-use crate::FilecoinError;
+use cuzk_core::PlanError;
 use cuzk_core::ProofKind;
 
 /// Sector sizes by Curio's suffix, in Go ABI order within each table.
@@ -12,7 +12,7 @@ const SIZES: [&str; 5] = ["2k", "8m", "512m", "32g", "64g"];
 
 /// The official circuit id of a Curio short name, `None` when `name` is
 /// not one.
-pub fn official_id(name: &str) -> Option<Result<String, FilecoinError>> {
+pub fn official_id(name: &str) -> Option<Result<String, PlanError>> {
     let (kind, size) = name.split_once('-')?;
     let size = SIZES
         .iter()
@@ -31,7 +31,7 @@ pub fn official_id(name: &str) -> Option<Result<String, FilecoinError>> {
             .file_stem()
             .and_then(|s| s.to_str())
             .map(str::to_string)
-            .ok_or_else(|| FilecoinError::Internal(format!("no circuit id in {}", params.display())))
+            .ok_or_else(|| PlanError::Internal(format!("no circuit id in {}", params.display())))
     }))
 }
 

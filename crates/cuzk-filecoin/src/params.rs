@@ -4,7 +4,7 @@
 //! the same seed gives the same files.
 
 use crate::registry::{lookup, POST_PROOFS, SEAL_PROOFS, UPDATE_PROOFS};
-use crate::{FilecoinError, ShapeDispatch};
+use crate::{PlanError, ShapeDispatch};
 use cuzk_core::ProofKind;
 use filecoin_proofs::{
     parameters::{public_params, window_post_public_params, winning_post_public_params},
@@ -64,26 +64,26 @@ enum Target {
     Snap(PoRepConfig),
 }
 
-fn target(kind: ProofKind, registered_proof: u64) -> Result<(Target, u64, String), FilecoinError> {
+fn target(kind: ProofKind, registered_proof: u64) -> Result<(Target, u64, String), PlanError> {
     Ok(match kind {
         ProofKind::PorepSealCommit => {
             let p = lookup(&SEAL_PROOFS, registered_proof, "seal")?;
             let id = p
                 .circuit_identifier()
-                .map_err(|e| FilecoinError::Internal(format!("{e:#}")))?;
+                .map_err(|e| PlanError::Internal(format!("{e:#}")))?;
             (Target::Porep(p.as_v1_config()), u64::from(p.sector_size()), id)
         }
         ProofKind::WinningPost | ProofKind::WindowPostPartition => {
             let p = lookup(&POST_PROOFS, registered_proof, "PoSt")?;
             let winning = matches!(p.typ(), PoStType::Winning);
             if winning != (kind == ProofKind::WinningPost) {
-                return Err(FilecoinError::InvalidArgument(format!(
+                return Err(PlanError::InvalidArgument(format!(
                     "registered_proof {registered_proof} ({p:?}) is not a {kind:?} proof"
                 )));
             }
             let id = p
                 .circuit_identifier()
-                .map_err(|e| FilecoinError::Internal(format!("{e:#}")))?;
+                .map_err(|e| PlanError::Internal(format!("{e:#}")))?;
             (Target::Post(p.as_v1_config()), u64::from(p.sector_size()), id)
         }
         ProofKind::SnapDealsUpdate => {
@@ -96,7 +96,7 @@ fn target(kind: ProofKind, registered_proof: u64) -> Result<(Target, u64, String
 
 /// Where the files of (`kind`, `registered_proof`) live in the parameter
 /// cache (`FIL_PROOFS_PARAMETER_CACHE`).
-pub fn files(kind: ProofKind, registered_proof: u64) -> Result<(PathBuf, PathBuf), FilecoinError> {
+pub fn files(kind: ProofKind, registered_proof: u64) -> Result<(PathBuf, PathBuf), PlanError> {
     let (_, _, id) = target(kind, registered_proof)?;
     Ok((
         parameter_cache_params_path(&id),
@@ -117,13 +117,13 @@ struct SnapIdentifier(u64);
 
 impl ShapeDispatch for SnapIdentifier {
     type Out = String;
-    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<String, FilecoinError> {
+    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<String, PlanError> {
         Ok(snap_identifier::<Tree>(self.0))
     }
 }
 
 /// The SnapDeals identifier for a sector size, shape picked at run time.
-pub fn snap_identifier_for(sector_size: u64) -> Result<String, FilecoinError> {
+pub fn snap_identifier_for(sector_size: u64) -> Result<String, PlanError> {
     crate::dispatch_shape(sector_size, SnapIdentifier(sector_size))
 }
 
@@ -134,9 +134,9 @@ struct Generate {
 
 impl ShapeDispatch for Generate {
     type Out = ();
-    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<(), FilecoinError> {
-        fn fail(e: impl std::fmt::Display) -> FilecoinError {
-            FilecoinError::Parameters(format!("parameter generation: {e:#}"))
+    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<(), PlanError> {
+        fn fail(e: impl std::fmt::Display) -> PlanError {
+            PlanError::Parameters(format!("parameter generation: {e:#}"))
         }
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(self.seed);
         // groth_params writes the .params file when missing, verifying_key
@@ -195,7 +195,7 @@ impl ShapeDispatch for Generate {
 /// The parameter files of (`kind`, `registered_proof`), generated from
 /// `seed` when missing. Test sizes only in practice: a 2 KiB PoRep takes
 /// about 7 min on 2 cores (1.1 GB); PoSt test sizes seconds.
-pub fn ensure(kind: ProofKind, registered_proof: u64, seed: u64) -> Result<ParameterFiles, FilecoinError> {
+pub fn ensure(kind: ProofKind, registered_proof: u64, seed: u64) -> Result<ParameterFiles, PlanError> {
     let (params, vk) = files(kind, registered_proof)?;
     let started = Instant::now();
     if !(params.exists() && vk.exists()) {
@@ -205,7 +205,7 @@ pub fn ensure(kind: ProofKind, registered_proof: u64, seed: u64) -> Result<Param
         if params.exists() {
             tracing::warn!(path = %params.display(), "parameters without their verifying key: generated again");
             std::fs::remove_file(&params)
-                .map_err(|e| FilecoinError::Parameters(format!("{}: {e}", params.display())))?;
+                .map_err(|e| PlanError::Parameters(format!("{}: {e}", params.display())))?;
         }
         let (target, sector_size, id) = target(kind, registered_proof)?;
         tracing::info!(circuit = %id, path = %params.display(), "generating Filecoin parameters");
@@ -222,7 +222,7 @@ pub fn ensure(kind: ProofKind, registered_proof: u64, seed: u64) -> Result<Param
     let generated_in = if params.exists() && vk.exists() {
         started.elapsed()
     } else {
-        return Err(FilecoinError::Parameters(format!(
+        return Err(PlanError::Parameters(format!(
             "generation did not leave {} and {}",
             params.display(),
             vk.display()

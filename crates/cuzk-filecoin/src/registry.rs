@@ -5,7 +5,7 @@
 //! The numbers are the positions in filecoin-proofs-api's enums, which follow
 //! the Go ABI order; the `proof_kind` of a request says which table applies.
 
-use crate::FilecoinError;
+use cuzk_core::PlanError;
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 
 /// Seal (PoRep) proofs by Go ABI number.
@@ -71,12 +71,12 @@ pub const UPDATE_PROOFS: [RegisteredUpdateProof; 5] = {
 
 /// Looks `number` up in `table`, naming the table in the error (an
 /// `InvalidArgument`).
-pub fn lookup<T: Copy>(table: &[T], number: u64, what: &str) -> Result<T, FilecoinError> {
+pub fn lookup<T: Copy>(table: &[T], number: u64, what: &str) -> Result<T, PlanError> {
     usize::try_from(number)
         .ok()
         .and_then(|i| table.get(i).copied())
         .ok_or_else(|| {
-            FilecoinError::InvalidArgument(format!(
+            PlanError::InvalidArgument(format!(
                 "unknown {what} registered_proof {number} (known: 0..={})",
                 table.len() - 1
             ))
@@ -119,7 +119,7 @@ mod tests {
         assert_eq!(sector_size_name(32 << 30), "32GiB");
         let err = lookup(&UPDATE_PROOFS, 5, "update").unwrap_err();
         assert!(
-            matches!(&err, FilecoinError::InvalidArgument(m) if m.contains("unknown update")),
+            matches!(&err, PlanError::InvalidArgument(m) if m.contains("unknown update")),
             "{err:?}"
         );
     }

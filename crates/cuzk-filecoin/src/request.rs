@@ -14,9 +14,9 @@
 //! each).
 
 use crate::registry::{lookup, sector_size_name, POST_PROOFS, SEAL_PROOFS, UPDATE_PROOFS};
-use crate::FilecoinError;
 use base64::Engine as _;
 use cuzk_core::request::cut_echoes;
+use cuzk_core::PlanError;
 use cuzk_core::{ProofKind, ProofRequest, SectorFields};
 use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
@@ -27,8 +27,8 @@ use storage_proofs_core::sector::SectorId;
 
 /// A refusal of the request; the message may quote the request (serde
 /// quotes a malformed value whole), so its echoes are cut.
-fn invalid(message: String) -> FilecoinError {
-    FilecoinError::InvalidArgument(cut_echoes(&message))
+fn invalid(message: String) -> PlanError {
+    PlanError::InvalidArgument(cut_echoes(&message))
 }
 
 /// The prover id filecoin-proofs takes: the miner actor id as a
@@ -39,7 +39,7 @@ pub fn prover_id(miner_id: u64) -> [u8; 32] {
     id
 }
 
-fn bytes32(what: &str, bytes: &[u8], nonzero: bool) -> Result<[u8; 32], FilecoinError> {
+fn bytes32(what: &str, bytes: &[u8], nonzero: bool) -> Result<[u8; 32], PlanError> {
     let out: [u8; 32] = bytes
         .try_into()
         .map_err(|_| invalid(format!("{what} must be 32 bytes, got {}", bytes.len())))?;
@@ -52,13 +52,13 @@ fn bytes32(what: &str, bytes: &[u8], nonzero: bool) -> Result<[u8; 32], Filecoin
 /// A 32-byte field that filecoin-proofs reads as a BLS12-381 scalar (a
 /// commitment, PoSt randomness): it must be canonical, or filecoin-proofs'
 /// `from_repr(..).expect(..)` panics on it.
-fn field32(what: &str, bytes: &[u8], nonzero: bool) -> Result<[u8; 32], FilecoinError> {
+fn field32(what: &str, bytes: &[u8], nonzero: bool) -> Result<[u8; 32], PlanError> {
     let out = bytes32(what, bytes, nonzero)?;
     crate::validate::field_element(what, &out)?;
     Ok(out)
 }
 
-fn check_sector_size(declared: u64, registered: u64, what: &str) -> Result<(), FilecoinError> {
+fn check_sector_size(declared: u64, registered: u64, what: &str) -> Result<(), PlanError> {
     if declared != 0 && declared != registered {
         return Err(invalid(format!(
             "sector_size {} does not match {what} ({})",
@@ -71,16 +71,16 @@ fn check_sector_size(declared: u64, registered: u64, what: &str) -> Result<(), F
 
 /// The circuit id (parameter file stem, `v28-<identifier>`) of a
 /// filecoin-proofs circuit identifier.
-fn circuit_id<E: Display>(identifier: Result<String, E>) -> Result<String, FilecoinError> {
+fn circuit_id<E: Display>(identifier: Result<String, E>) -> Result<String, PlanError> {
     identifier
         .map(|id| format!("v{VERSION}-{id}"))
-        .map_err(|e| FilecoinError::Internal(format!("circuit identifier: {e:#}")))
+        .map_err(|e| PlanError::Internal(format!("circuit identifier: {e:#}")))
 }
 
 /// The PoRep C2 request of a C1 output (raw or enveloped): its registered
 /// proof read from the C1 output, for sector `sector_number` (0 = the
 /// envelope's) of miner `miner_id`. (The C1 output is checked when planned.)
-pub fn porep_request(c1: Vec<u8>, miner_id: u64, sector_number: u64) -> Result<ProofRequest, FilecoinError> {
+pub fn porep_request(c1: Vec<u8>, miner_id: u64, sector_number: u64) -> Result<ProofRequest, PlanError> {
     Ok(ProofRequest {
         request_id: String::new(),
         kind: ProofKind::PorepSealCommit,
@@ -98,7 +98,7 @@ pub fn porep_request(c1: Vec<u8>, miner_id: u64, sector_number: u64) -> Result<P
 
 /// The Go ABI `registered_proof` of a C1 output (raw or enveloped), for
 /// clients that hold only the file.
-pub fn c1_registered_proof(bytes: &[u8]) -> Result<u64, FilecoinError> {
+pub fn c1_registered_proof(bytes: &[u8]) -> Result<u64, PlanError> {
     #[derive(Deserialize)]
     struct Head {
         registered_proof: RegisteredSealProof,
@@ -114,7 +114,7 @@ pub fn c1_registered_proof(bytes: &[u8]) -> Result<u64, FilecoinError> {
 }
 
 /// The C1 JSON of a raw or enveloped C1 output, with the envelope if any.
-fn c1_json(bytes: &[u8]) -> Result<(Vec<u8>, Option<C1Envelope>), FilecoinError> {
+fn c1_json(bytes: &[u8]) -> Result<(Vec<u8>, Option<C1Envelope>), PlanError> {
     if !bytes.windows(11).any(|w| w == b"\"Phase1Out\"") {
         return Ok((bytes.to_vec(), None));
     }
@@ -168,11 +168,11 @@ fn vanilla_sector_size(proofs: &VanillaSealProof) -> u64 {
 impl PorepInput {
     /// Parses the C1 output (raw or enveloped) and checks it against the
     /// request.
-    pub fn parse(request: &ProofRequest) -> Result<Self, FilecoinError> {
+    pub fn parse(request: &ProofRequest) -> Result<Self, PlanError> {
         let sector = &request.sector;
         let registered = lookup(&SEAL_PROOFS, request.registered_proof, "seal")?;
         if request.registered_proof >= 15 {
-            return Err(FilecoinError::Unsupported(format!(
+            return Err(PlanError::Unsupported(format!(
                 "{registered:?}: non-interactive PoRep returns an aggregate proof, which cuzk does not make"
             )));
         }
@@ -226,7 +226,7 @@ impl PorepInput {
         // read as field elements): any 32 bytes but zero.
         bytes32("seed", &c1.seed, true)?;
         if registered.major_version() != 1 {
-            return Err(FilecoinError::Unsupported(format!("{registered:?}")));
+            return Err(PlanError::Unsupported(format!("{registered:?}")));
         }
         Ok(Self {
             registered,
@@ -260,7 +260,7 @@ pub struct PostInput {
 
 impl PostInput {
     /// Checks a PoSt request.
-    pub fn parse(request: &ProofRequest) -> Result<Self, FilecoinError> {
+    pub fn parse(request: &ProofRequest) -> Result<Self, PlanError> {
         let (kind, sector) = (request.kind, &request.sector);
         let registered = lookup(&POST_PROOFS, request.registered_proof, "PoSt")?;
         let winning = matches!(registered.typ(), filecoin_proofs::PoStType::Winning);
@@ -307,7 +307,7 @@ pub struct SnapInput {
 
 impl SnapInput {
     /// Checks a SnapDeals request.
-    pub fn parse(request: &ProofRequest) -> Result<Self, FilecoinError> {
+    pub fn parse(request: &ProofRequest) -> Result<Self, PlanError> {
         let sector = &request.sector;
         let registered = lookup(&UPDATE_PROOFS, request.registered_proof, "update")?;
         let vanilla_proofs =
@@ -333,7 +333,7 @@ fn sized_vanilla_proofs(
     what: &str,
     registered_size: impl Into<u64>,
     registered: &impl std::fmt::Debug,
-) -> Result<Vec<Vec<u8>>, FilecoinError> {
+) -> Result<Vec<Vec<u8>>, PlanError> {
     check_sector_size(
         request.sector.sector_size,
         registered_size.into(),

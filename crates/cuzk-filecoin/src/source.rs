@@ -179,11 +179,7 @@ impl PlanSource for FilecoinPlans {
     }
 
     fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
-        Some(
-            crate::plan_with(request, self.options.clone())
-                .map(|planned| planned.plan)
-                .map_err(PlanError::from),
-        )
+        Some(crate::plan_with(request, self.options.clone()).map(|planned| planned.plan))
     }
 
     /// `param_dir/<id>.params`: an official file matching its published
@@ -209,7 +205,7 @@ impl PlanSource for FilecoinPlans {
         // Curio's short names are the official files under another name.
         let official = match crate::names::official_id(circuit_id) {
             Some(Ok(id)) => Some(id),
-            Some(Err(e)) => return Some(Err(e.into())),
+            Some(Err(e)) => return Some(Err(e)),
             None => None,
         };
         let file_id = official.as_deref().unwrap_or(circuit_id);

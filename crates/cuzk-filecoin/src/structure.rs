@@ -51,7 +51,7 @@ use crate::fixtures::{
 use crate::plans::{FilecoinPlan, FilecoinProof, PlanOptions, Planned, PorepPlan, PostPlan, SnapPlan};
 use crate::registry::sector_size_name;
 use crate::request::prover_id;
-use crate::{FilecoinError, ShapeDispatch};
+use crate::{PlanError, ShapeDispatch};
 use base64::Engine as _;
 use blstrs::Scalar as Fr;
 use cuzk_core::ProofRequest;
@@ -82,12 +82,12 @@ use storage_proofs_post::fallback::{self, SectorProof};
 use storage_proofs_update::{constants::TreeDHasher, ChallengeProof, Challenges, PartitionProof};
 use typenum::Unsigned;
 
-type Result<T, E = FilecoinError> = std::result::Result<T, E>;
+type Result<T, E = PlanError> = std::result::Result<T, E>;
 
 /// Maps an error of the Filecoin crates (where none should be) to
 /// `Internal`, naming the step.
 fn step<T, E: fmt::Display>(what: &str, result: Result<T, E>) -> Result<T> {
-    result.map_err(|e| FilecoinError::Internal(format!("{what}: {e:#}")))
+    result.map_err(|e| PlanError::Internal(format!("{what}: {e:#}")))
 }
 
 /// The proof types real-structure inputs are made for.
@@ -159,14 +159,14 @@ impl StructureSpec {
 }
 
 impl FromStr for StructureSpec {
-    type Err = FilecoinError;
+    type Err = PlanError;
 
     /// `<kind>-<size>`: kind `porep`, `window-post` (or `wpost`),
     /// `winning-post` (or `winning`), `snap`; size `2k`, `8m`, `512m`, `32g`,
     /// `64g` (e.g. `porep-32g`, `window-post-32g`).
     fn from_str(s: &str) -> Result<Self> {
         let bad = || {
-            FilecoinError::InvalidArgument(format!(
+            PlanError::InvalidArgument(format!(
                 "{s:?} is not <kind>-<size> (kind porep, window-post, winning-post or snap; \
                  size 2k, 8m, 512m, 32g or 64g; e.g. porep-32g)"
             ))
@@ -244,7 +244,7 @@ impl StructureInput {
     pub fn write(&self, dir: &Path) -> Result<PathBuf> {
         let io = |what: &Path| {
             let what = what.display().to_string();
-            move |e: std::io::Error| FilecoinError::Internal(format!("writing {what}: {e}"))
+            move |e: std::io::Error| PlanError::Internal(format!("writing {what}: {e}"))
         };
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let path = dir.join(self.file_name());
@@ -353,7 +353,7 @@ fn nonzero(mut bytes: [u8; 32]) -> [u8; 32] {
 fn domain_bytes<D: Domain>(d: &D) -> Result<[u8; 32]> {
     d.into_bytes()
         .try_into()
-        .map_err(|_| FilecoinError::Internal("a domain value is not 32 bytes".into()))
+        .map_err(|_| PlanError::Internal("a domain value is not 32 bytes".into()))
 }
 
 // ------------------------------------------------------------------ PoRep
@@ -403,7 +403,7 @@ fn layer_parents<D: Domain>(
             .get(&node)
             .and_then(|rows| rows.get(layer - 1))
             .copied()
-            .ok_or_else(|| FilecoinError::Internal(format!("no label of node {node} in layer {layer} yet")))
+            .ok_or_else(|| PlanError::Internal(format!("no label of node {node} in layer {layer} yet")))
     };
     let mut own: Vec<D> = parents[..drg]
         .iter()
@@ -507,7 +507,7 @@ fn porep_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     }
     for &c in &challenged {
         if let Some(&p) = parents[&c][..drg].iter().find(|&&p| p >= c) {
-            return Err(FilecoinError::Internal(format!(
+            return Err(PlanError::Internal(format!(
                 "DRG parent {p} of node {c} does not precede it"
             )));
         }
@@ -537,7 +537,7 @@ fn porep_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         let rows = columns
             .get(&node)
             .cloned()
-            .ok_or_else(|| FilecoinError::Internal(format!("no column of node {node}")))?;
+            .ok_or_else(|| PlanError::Internal(format!("no column of node {node}")))?;
         let hash: TreeDomain<Tree> = step("column", Column::<Tree::Hasher>::new(node, rows.clone()))?
             .hash()
             .into();
@@ -554,7 +554,7 @@ fn porep_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             let data = DefaultPieceDomain::random(rng);
             let key = *columns[&c]
                 .last()
-                .ok_or_else(|| FilecoinError::Internal("a column without rows".into()))?;
+                .ok_or_else(|| PlanError::Internal("a column without rows".into()))?;
             let replica: TreeDomain<Tree> = {
                 let (key, data): (Fr, Fr) = (key.into(), data.into());
                 (key + data).into()
@@ -613,7 +613,7 @@ fn wrap_seal_proofs<Tree: 'static + MerkleTreeTrait>(
         proofs
             .downcast::<T>()
             .map(|p| *p)
-            .map_err(|_| FilecoinError::Internal("vanilla proofs of another tree shape".into()))
+            .map_err(|_| PlanError::Internal("vanilla proofs of another tree shape".into()))
     }
     let proofs: Box<dyn Any> = Box::new(proofs);
     use filecoin_proofs::{
@@ -626,7 +626,7 @@ fn wrap_seal_proofs<Tree: 'static + MerkleTreeTrait>(
         SECTOR_SIZE_32_GIB => VanillaSealProof::StackedDrg32GiBV1(take(proofs)?),
         SECTOR_SIZE_64_GIB => VanillaSealProof::StackedDrg64GiBV1(take(proofs)?),
         other => {
-            return Err(FilecoinError::InvalidArgument(format!(
+            return Err(PlanError::InvalidArgument(format!(
                 "no C1 output for {} sectors",
                 sector_size_name(other)
             )))
@@ -680,7 +680,7 @@ fn post_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         (true, _) | (false, None) => config.sector_count,
         (false, Some(n)) if (1..=config.sector_count).contains(&n) => n,
         (false, Some(n)) => {
-            return Err(FilecoinError::InvalidArgument(format!(
+            return Err(PlanError::InvalidArgument(format!(
                 "a {registered:?} partition holds 1 to {} sectors, not {n}",
                 config.sector_count
             )))
@@ -700,7 +700,7 @@ fn post_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     for id in &ids {
         let leaf_challenges = challenges
             .get(id)
-            .ok_or_else(|| FilecoinError::Internal(format!("no challenges for sector {id:?}")))?;
+            .ok_or_else(|| PlanError::Internal(format!("no challenges for sector {id:?}")))?;
         let comm_c = TreeDomain::<Tree>::random(rng);
         let comm_r_last = TreeDomain::<Tree>::random(rng);
         let inclusion_proofs: Vec<TreeProof<Tree>> = leaf_challenges
@@ -947,7 +947,7 @@ impl<W: CircuitWork> OnPlan<W> {
         let partitions = plan.proof().partitions();
         let partition = self.partition;
         if partition >= partitions {
-            return Err(FilecoinError::InvalidArgument(format!(
+            return Err(PlanError::InvalidArgument(format!(
                 "partition {partition} of a proof of {partitions} partitions"
             )));
         }
@@ -1013,7 +1013,7 @@ pub fn count_constraints<C: bellperson::Circuit<Fr>>(circuit: C) -> Result<Const
     });
     circuit
         .synthesize(&mut counter)
-        .map_err(|e| FilecoinError::Synthesis(format!("counting constraints: {e}")))?;
+        .map_err(|e| PlanError::Synthesis(format!("counting constraints: {e}")))?;
     Ok(counter.0)
 }
 
@@ -1082,7 +1082,7 @@ mod tests {
         for bad in ["porep", "porep-4k", "seal-32g", "", "-32g"] {
             let e = bad.parse::<StructureSpec>().unwrap_err();
             assert!(
-                matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("<kind>-<size>")),
+                matches!(&e, PlanError::InvalidArgument(m) if m.contains("<kind>-<size>")),
                 "{e:?}"
             );
         }

@@ -23,11 +23,11 @@
 //!
 //! Whatever a check misses still cannot take the daemon down: [`guard`]
 //! runs the calls into the Filecoin crates under `catch_unwind` and turns a
-//! panic into [`FilecoinError::InvalidArgument`] (its message says the input
+//! panic into [`PlanError::InvalidArgument`] (its message says the input
 //! is malformed and that filecoin-proofs panicked, with the panic's text).
 
-use crate::FilecoinError;
 use blstrs::Scalar;
+use cuzk_core::PlanError;
 use ff::PrimeField;
 use serde::ser::{self, Serialize};
 use std::fmt::{self, Display, Write as _};
@@ -52,8 +52,8 @@ pub const CLIENT_INPUT_LOG_TARGETS: &[&str] = &[
     "storage_proofs_porep::stacked::vanilla::proof_scheme",
 ];
 
-fn invalid(message: String) -> FilecoinError {
-    FilecoinError::InvalidArgument(message)
+fn invalid(message: String) -> PlanError {
+    PlanError::InvalidArgument(message)
 }
 
 /// Whether `bytes` (little-endian) is a canonical BLS12-381 scalar, as
@@ -63,7 +63,7 @@ pub fn is_field_element(bytes: &[u8; 32]) -> bool {
 }
 
 /// `what` must be a canonical BLS12-381 scalar (below the field modulus).
-pub fn field_element(what: &str, bytes: &[u8; 32]) -> Result<(), FilecoinError> {
+pub fn field_element(what: &str, bytes: &[u8; 32]) -> Result<(), PlanError> {
     if is_field_element(bytes) {
         Ok(())
     } else {
@@ -98,7 +98,7 @@ pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 
 /// Runs `f` on an untrusted input: a panic becomes an `InvalidArgument`
 /// saying `what` is malformed.
-pub fn guard<T>(what: &str, f: impl FnOnce() -> Result<T, FilecoinError>) -> Result<T, FilecoinError> {
+pub fn guard<T>(what: &str, f: impl FnOnce() -> Result<T, PlanError>) -> Result<T, PlanError> {
     catch(f).unwrap_or_else(|text| Err(invalid(format!("{what} is malformed ({PANIC_MARK}: {text})"))))
 }
 
@@ -107,7 +107,7 @@ pub fn guard<T>(what: &str, f: impl FnOnce() -> Result<T, FilecoinError>) -> Res
 /// (`expected_len`), per level as many hashes as the arity there less one
 /// and an index below the arity, and the proof variant (single, sub-tree,
 /// top-tree) of that shape.
-pub fn merkle_path<P: MerkleProofTrait>(what: &str, proof: &P, leaves: usize) -> Result<(), FilecoinError> {
+pub fn merkle_path<P: MerkleProofTrait>(what: &str, proof: &P, leaves: usize) -> Result<(), PlanError> {
     use typenum::Unsigned;
     let (base_arity, sub_arity, top_arity) = (
         P::Arity::to_usize(),
@@ -164,7 +164,7 @@ pub fn field_elements<T: Serialize + ?Sized>(
     what: &str,
     value: &T,
     column_rows: Option<usize>,
-) -> Result<(), FilecoinError> {
+) -> Result<(), PlanError> {
     let mut walker = Walker {
         at: Vec::new(),
         domain: None,
@@ -579,7 +579,7 @@ mod tests {
         assert!(is_field_element(&[0; 32]));
         let e = field_element("comm_r", &[0xff; 32]).unwrap_err();
         assert!(
-            matches!(&e, FilecoinError::InvalidArgument(m) if m.starts_with("comm_r is not a BLS12-381 field element")),
+            matches!(&e, PlanError::InvalidArgument(m) if m.starts_with("comm_r is not a BLS12-381 field element")),
             "{e:?}"
         );
     }
@@ -591,7 +591,7 @@ mod tests {
         })
         .unwrap_err();
         match e {
-            FilecoinError::InvalidArgument(m) => {
+            PlanError::InvalidArgument(m) => {
                 assert!(m.starts_with("the vanilla proofs is malformed"), "{m}");
                 assert!(
                     m.contains(PANIC_MARK) && m.contains("insertion index (is 9)"),

@@ -19,10 +19,11 @@ mod fuzz_json;
 mod fuzzing;
 
 use base64::Engine as _;
+use cuzk_core::PlanError;
 use cuzk_core::{PlanSource, ProofKind, ProofRequest};
 use cuzk_filecoin::fixtures::{self, FixtureManifest};
 use cuzk_filecoin::validate::PANIC_MARK;
-use cuzk_filecoin::{FilecoinError, FilecoinPlans};
+use cuzk_filecoin::FilecoinPlans;
 use filecoin_proofs::{FallbackPoStSectorProof, SectorShape2KiB};
 use fuzz_json::{mutate_json, JsonSeed};
 use fuzzing::{mutate_bytes, Rng, Verdict};
@@ -108,7 +109,7 @@ fn seeds() -> &'static Seeds {
 
 /// A plan's answer as a verdict: refused is fine, unless the refusal says
 /// a panic was caught inside the Filecoin crates.
-fn verdict<T>(result: Result<T, FilecoinError>) -> Verdict {
+fn verdict<T>(result: Result<T, PlanError>) -> Verdict {
     if std::env::var_os("CUZK_FUZZ_VERBOSE").is_some() {
         if let Err(e) = &result {
             eprintln!("refused: {}", e.to_string().chars().take(200).collect::<String>());
@@ -116,7 +117,7 @@ fn verdict<T>(result: Result<T, FilecoinError>) -> Verdict {
     }
     match result {
         Ok(_) => Verdict::Accepted,
-        Err(FilecoinError::InvalidArgument(m)) if m.contains(PANIC_MARK) => Verdict::Finding(m),
+        Err(PlanError::InvalidArgument(m)) if m.contains(PANIC_MARK) => Verdict::Finding(m),
         Err(_) => Verdict::Refused,
     }
 }
@@ -476,7 +477,7 @@ fn hostile_bincode_lengths_do_not_allocate() {
             let refused = cuzk_filecoin::plan_for(&request).unwrap_err();
             let largest = fuzzing::take_thread_largest();
             assert!(
-                matches!(&refused, FilecoinError::InvalidArgument(m) if m.contains("not a bincode")),
+                matches!(&refused, PlanError::InvalidArgument(m) if m.contains("not a bincode")),
                 "{refused:?}"
             );
             assert!(

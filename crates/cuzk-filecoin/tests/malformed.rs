@@ -15,10 +15,10 @@
 //! `insertion index (is 9) should be <= len (is 7)`, `unsupported arity 7`,
 //! `index out of bounds`, `unsupported column size: 0`.
 
+use cuzk_core::PlanError;
 use cuzk_core::ProofRequest;
 use cuzk_filecoin::fixtures::{self, FixtureManifest};
 use cuzk_filecoin::validate::PANIC_MARK;
-use cuzk_filecoin::FilecoinError;
 use filecoin_proofs::{FallbackPoStSectorProof, SectorShape2KiB};
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::{json, Value};
@@ -78,7 +78,7 @@ fn refused(case: &str, request: &ProofRequest, names: &str) {
     match outcome {
         Err(_) => panic!("{case}: plan_for panicked"),
         Ok(Ok(_)) => panic!("{case}: accepted"),
-        Ok(Err(FilecoinError::InvalidArgument(m))) => {
+        Ok(Err(PlanError::InvalidArgument(m))) => {
             assert!(
                 !m.contains(PANIC_MARK),
                 "{case}: refused only by the panic guard: {m}"

@@ -20,7 +20,7 @@ use cuzk_filecoin::structure::{
     self, count_constraints, with_partition_circuit, CircuitWork, ConstraintCounts, PartitionUnits,
     StructureInput, StructureSpec,
 };
-use cuzk_filecoin::{FilecoinError, FilecoinPlans, PlanOptions};
+use cuzk_filecoin::{FilecoinPlans, PlanOptions};
 use filecoin_hashers::{HashFunction, Hasher};
 use filecoin_proofs::{
     parameters::setup_params, DefaultPieceHasher, FallbackPoStSectorProof, MerkleTreeTrait, SectorShape2KiB,
@@ -75,10 +75,10 @@ impl CircuitWork for Count {
     type Out = ConstraintCounts;
     fn run<C: bellperson::Circuit<Scalar> + Send>(
         self,
-        circuit: &dyn Fn() -> Result<C, FilecoinError>,
+        circuit: &dyn Fn() -> Result<C, PlanError>,
         _: Option<PartitionUnits<'_, C>>,
-        _: &dyn Fn() -> Option<Result<cuzk_core::Witness, FilecoinError>>,
-    ) -> Result<ConstraintCounts, FilecoinError> {
+        _: &dyn Fn() -> Option<Result<cuzk_core::Witness, PlanError>>,
+    ) -> Result<ConstraintCounts, PlanError> {
         count_constraints(circuit()?)
     }
 }
@@ -125,12 +125,12 @@ fn counts_agree_with_the_compiled_r1cs() {
         type Out = (ConstraintCounts, cuzk_core::CompiledR1cs);
         fn run<C: bellperson::Circuit<Scalar> + Send>(
             self,
-            circuit: &dyn Fn() -> Result<C, FilecoinError>,
+            circuit: &dyn Fn() -> Result<C, PlanError>,
             _: Option<PartitionUnits<'_, C>>,
-            _: &dyn Fn() -> Option<Result<cuzk_core::Witness, FilecoinError>>,
-        ) -> Result<Self::Out, FilecoinError> {
+            _: &dyn Fn() -> Option<Result<cuzk_core::Witness, PlanError>>,
+        ) -> Result<Self::Out, PlanError> {
             let r1cs = cuzk_core::CompiledR1cs::record(circuit()?)
-                .map_err(|e| FilecoinError::Synthesis(e.to_string()))?;
+                .map_err(|e| PlanError::Synthesis(e.to_string()))?;
             Ok((count_constraints(circuit()?)?, r1cs))
         }
     }
@@ -534,7 +534,7 @@ fn malformed_inputs_are_refused_when_allowed() {
     .unwrap();
     let e = cuzk_filecoin::plan_with(&request, ALLOW).unwrap_err();
     assert!(
-        matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("DRG and")),
+        matches!(&e, PlanError::InvalidArgument(m) if m.contains("DRG and")),
         "{e:?}"
     );
 
@@ -546,7 +546,7 @@ fn malformed_inputs_are_refused_when_allowed() {
     file.vanilla_proofs[0] = base64_of(&bincode::serialize(&proof).unwrap());
     let e = cuzk_filecoin::plan_with(&file.proof_request().unwrap(), ALLOW).unwrap_err();
     assert!(
-        matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("inclusion proofs")),
+        matches!(&e, PlanError::InvalidArgument(m) if m.contains("inclusion proofs")),
         "{e:?}"
     );
 
@@ -560,7 +560,7 @@ fn malformed_inputs_are_refused_when_allowed() {
     file.vanilla_proofs[0] = base64_of(&bincode::serialize(&proof).unwrap());
     let e = cuzk_filecoin::plan_with(&file.proof_request().unwrap(), ALLOW).unwrap_err();
     assert!(
-        matches!(&e, FilecoinError::InvalidArgument(m) if m.contains("encoding")),
+        matches!(&e, PlanError::InvalidArgument(m) if m.contains("encoding")),
         "{e:?}"
     );
 }

@@ -515,7 +515,7 @@ struct PanickingWriter(PorepPlan<SectorShape2KiB>);
 impl FilecoinProof for PanickingWriter {
     type Circuit = <cuzk_filecoin::plans::Porep<SectorShape2KiB> as FilecoinProof>::Circuit;
     type Input = PorepInput;
-    fn from_input(input: PorepInput, options: &PlanOptions) -> Result<Self, cuzk_filecoin::FilecoinError> {
+    fn from_input(input: PorepInput, options: &PlanOptions) -> Result<Self, cuzk_core::PlanError> {
         PorepPlan::new(input, options).map(Self)
     }
     fn circuit_id(&self) -> &str {
@@ -527,7 +527,7 @@ impl FilecoinProof for PanickingWriter {
     fn constraints(&self) -> usize {
         self.0.proof().constraints()
     }
-    fn circuit(&self, index: usize) -> Result<Self::Circuit, cuzk_filecoin::FilecoinError> {
+    fn circuit(&self, index: usize) -> Result<Self::Circuit, cuzk_core::PlanError> {
         self.0.circuit(index)
     }
     fn unit_prefix(&self) -> Option<&'static str> {
@@ -536,19 +536,16 @@ impl FilecoinProof for PanickingWriter {
     fn unit_count(&self, index: usize) -> usize {
         self.0.proof().unit_count(index)
     }
-    fn unit_circuit(&self, index: usize, unit: usize) -> Result<Self::Circuit, cuzk_filecoin::FilecoinError> {
+    fn unit_circuit(&self, index: usize, unit: usize) -> Result<Self::Circuit, cuzk_core::PlanError> {
         self.0.proof().unit_circuit(index, unit)
     }
-    fn native_witness(
-        &self,
-        _index: usize,
-    ) -> Option<Result<cuzk_core::Witness, cuzk_filecoin::FilecoinError>> {
+    fn native_witness(&self, _index: usize) -> Option<Result<cuzk_core::Witness, cuzk_core::PlanError>> {
         panic!("a native writer that did not foresee its input")
     }
     fn public_inputs(&self, index: usize) -> Vec<cuzk_core::Scalar> {
         self.0.proof().public_inputs(index)
     }
-    fn verify_whole(&self, proof: &[u8]) -> Result<(), cuzk_filecoin::FilecoinError> {
+    fn verify_whole(&self, proof: &[u8]) -> Result<(), cuzk_core::PlanError> {
         self.0.proof().verify_whole(proof)
     }
     fn unverifiable(&self) -> Option<&str> {

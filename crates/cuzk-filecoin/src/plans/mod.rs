@@ -22,7 +22,7 @@ pub use snap::{Snap, SnapPlan};
 
 use crate::request::{PorepInput, PostInput, SnapInput};
 use crate::validate::{catch, PANIC_MARK};
-use crate::{FilecoinError, ShapeDispatch};
+use crate::ShapeDispatch;
 use cuzk_core::{
     synthesize, Bls12, CompiledR1cs, PartitionData, PartitionWitness, PlanError, Proof, ProofKind, ProofPlan,
     ProofRequest, ProvingAssignment, ProvingParameters, R1csCache, R1csError, R1csStore, Scalar, SizeHint,
@@ -47,7 +47,7 @@ pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
     type Input;
 
     /// The proof of a checked request, planned with `options`.
-    fn from_input(input: Self::Input, options: &PlanOptions) -> Result<Self, FilecoinError>
+    fn from_input(input: Self::Input, options: &PlanOptions) -> Result<Self, PlanError>
     where
         Self: Sized;
 
@@ -60,7 +60,7 @@ pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
     fn constraints(&self) -> usize;
     /// Partition `index`'s circuit, as `CompoundProof::circuit_proofs`
     /// builds it.
-    fn circuit(&self, index: usize) -> Result<Self::Circuit, FilecoinError>;
+    fn circuit(&self, index: usize) -> Result<Self::Circuit, PlanError>;
     /// The prefix of the top-level namespaces that are the circuit's
     /// independent units (storage-proofs' PoRep: `challenge_`), whose
     /// witnesses are computed in parallel; `None` (the default): no units.
@@ -75,20 +75,20 @@ pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
     /// Partition `index`'s circuit with unit `unit` alone (the same
     /// prologue), for the parallel witness and recording. Only called when
     /// [`unit_prefix`](Self::unit_prefix) is `Some`.
-    fn unit_circuit(&self, index: usize, _unit: usize) -> Result<Self::Circuit, FilecoinError> {
+    fn unit_circuit(&self, index: usize, _unit: usize) -> Result<Self::Circuit, PlanError> {
         self.circuit(index)
     }
     /// Partition `index`'s variables written natively ([`crate::native`]),
     /// without the gadget code; `None` (the default) for proof types
     /// without a native writer, whose witness comes from the circuit.
-    fn native_witness(&self, _index: usize) -> Option<Result<Witness, FilecoinError>> {
+    fn native_witness(&self, _index: usize) -> Option<Result<Witness, PlanError>> {
         None
     }
     /// Partition `index`'s public inputs (`CompoundProof::generate_public_inputs`).
     fn public_inputs(&self, index: usize) -> Vec<Scalar>;
     /// The whole proof (the partition proofs' bytes, concatenated) through
     /// filecoin-proofs' verifier of the type (see [`verdict`]).
-    fn verify_whole(&self, proof: &[u8]) -> Result<(), FilecoinError>;
+    fn verify_whole(&self, proof: &[u8]) -> Result<(), PlanError>;
     /// Why this request's proof cannot verify, when it was planned with
     /// [`PlanOptions::allow_unverifiable`] although its vanilla proofs do not
     /// hold; `None` for every request whose vanilla proofs hold.
@@ -146,11 +146,11 @@ impl PlanOptions {
     /// A failed check of a request's vanilla proofs: with
     /// [`allow_unverifiable`](Self::allow_unverifiable), the reason the plan
     /// keeps (its proof will not be verified); otherwise the refusal.
-    pub(crate) fn unverifiable(&self, reason: String) -> Result<String, FilecoinError> {
+    pub(crate) fn unverifiable(&self, reason: String) -> Result<String, PlanError> {
         if self.allow_unverifiable {
             Ok(reason)
         } else {
-            Err(FilecoinError::InvalidArgument(reason))
+            Err(PlanError::InvalidArgument(reason))
         }
     }
 }
@@ -170,7 +170,7 @@ pub struct FilecoinPlan<P> {
 
 impl<P: FilecoinProof> FilecoinPlan<P> {
     /// The plan of a checked request, with `options`.
-    pub fn new(input: P::Input, options: &PlanOptions) -> Result<Self, FilecoinError> {
+    pub fn new(input: P::Input, options: &PlanOptions) -> Result<Self, PlanError> {
         P::from_input(input, options).map(|proof| Self::with_options(proof, options))
     }
 
@@ -202,7 +202,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
     }
 
     /// Partition `index`'s circuit, as `CompoundProof::circuit_proofs` builds it.
-    pub fn circuit(&self, index: usize) -> Result<P::Circuit, FilecoinError> {
+    pub fn circuit(&self, index: usize) -> Result<P::Circuit, PlanError> {
         self.proof.circuit(index)
     }
 
@@ -220,14 +220,14 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
     /// [`PlanOptions::sequential_witness`], else in one sequential pass.
     /// Both give the same witness; a unit pass that fails its checks falls
     /// back to the sequential one (with a warning).
-    fn witness(&self, index: usize) -> Result<(Arc<CompiledR1cs>, Witness), FilecoinError> {
+    fn witness(&self, index: usize) -> Result<(Arc<CompiledR1cs>, Witness), PlanError> {
         let id = self.proof.circuit_id();
         let r1cs = self.compiled_r1cs(index)?;
         if self.native_witness {
             // A writer that panics (an input it did not foresee) falls back
             // like one that fails its self-check.
             let native = catch(|| self.proof.native_witness(index))
-                .unwrap_or_else(|text| Some(Err(FilecoinError::Synthesis(format!("{PANIC_MARK}: {text}")))));
+                .unwrap_or_else(|text| Some(Err(PlanError::Synthesis(format!("{PANIC_MARK}: {text}")))));
             if let Some(native) = native {
                 match native.and_then(|witness| self.check_native(&r1cs, index, witness)) {
                     Ok(witness) => {
@@ -265,7 +265,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
         // on the pool's cores rather than queue for the few slots.
         let witness = cuzk_core::cores::on_pool(|| {
             r1cs.witness(self.proof.circuit(index)?)
-                .map_err(|e| FilecoinError::Synthesis(format!("witness with the compiled R1CS of {id}: {e}")))
+                .map_err(|e| PlanError::Synthesis(format!("witness with the compiled R1CS of {id}: {e}")))
         })?;
         Ok((r1cs, witness))
     }
@@ -276,7 +276,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
     /// holds it: when it does not yet, read from its file in the plan's
     /// store ([`PlanOptions::r1cs_store`]) or recorded from partition
     /// `index` ([`record_r1cs`](Self::record_r1cs)) and its file written.
-    pub fn compiled_r1cs(&self, index: usize) -> Result<Arc<CompiledR1cs>, FilecoinError> {
+    pub fn compiled_r1cs(&self, index: usize) -> Result<Arc<CompiledR1cs>, PlanError> {
         let id = self.proof.circuit_id();
         match &self.r1cs_store {
             Some(store) => {
@@ -290,7 +290,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
     /// units on all cores where the proof type has them
     /// ([`CompiledR1cs::record_by_units`]), else (or when that fails its
     /// checks, with a warning) in one sequential pass. Both give the same.
-    pub fn record_r1cs(&self, index: usize) -> Result<CompiledR1cs, FilecoinError> {
+    pub fn record_r1cs(&self, index: usize) -> Result<CompiledR1cs, PlanError> {
         let id = self.proof.circuit_id();
         let units = self.proof.unit_count(index);
         if let Some(prefix) = self.proof.unit_prefix().filter(|_| units > 1) {
@@ -306,7 +306,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
             }
         }
         CompiledR1cs::record(self.proof.circuit(index)?)
-            .map_err(|e| FilecoinError::Synthesis(format!("recording the R1CS of {id}: {e}")))
+            .map_err(|e| PlanError::Synthesis(format!("recording the R1CS of {id}: {e}")))
     }
 
     /// The self-check of a native witness before it is proved: the
@@ -321,9 +321,9 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
         r1cs: &CompiledR1cs,
         index: usize,
         witness: Witness,
-    ) -> Result<Witness, FilecoinError> {
+    ) -> Result<Witness, PlanError> {
         let fail =
-            |what: String| FilecoinError::Synthesis(format!("native witness of partition {index}: {what}"));
+            |what: String| PlanError::Synthesis(format!("native witness of partition {index}: {what}"));
         r1cs.check_rows(&witness, []).map_err(|e| fail(e.to_string()))?;
         if witness.inputs[1..] != self.proof.public_inputs(index)[..] {
             return Err(fail("its public inputs are not storage-proofs'".into()));
@@ -389,13 +389,13 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
             }
             let (r1cs, witness) = self.witness(index)?;
             r1cs.assign(witness).map_err(|e| {
-                FilecoinError::Synthesis(format!(
+                PlanError::Synthesis(format!(
                     "a, b, c with the compiled R1CS of {}: {e}",
                     self.proof.circuit_id()
                 ))
             })
         })
-        .map_err(|text| FilecoinError::Synthesis(format!("partition {index}: {PANIC_MARK}: {text}")))??;
+        .map_err(|text| PlanError::Synthesis(format!("partition {index}: {PANIC_MARK}: {text}")))??;
         Ok(assignment)
     }
 
@@ -414,9 +414,9 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
         }
         let witness = catch(|| {
             let (r1cs, witness) = self.witness(index)?;
-            Ok::<_, FilecoinError>(PartitionWitness { r1cs, witness })
+            Ok::<_, PlanError>(PartitionWitness { r1cs, witness })
         })
-        .map_err(|text| FilecoinError::Synthesis(format!("partition {index}: {PANIC_MARK}: {text}")))??;
+        .map_err(|text| PlanError::Synthesis(format!("partition {index}: {PANIC_MARK}: {text}")))??;
         Ok(PartitionData::Witness(witness))
     }
 
@@ -448,7 +448,7 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
         }
         catch(|| {
             cuzk_core::plan::verify_partitions(params, proofs, |index| self.public_inputs(index))?;
-            Ok(self.proof.verify_whole(&proofs_bytes(proofs))?)
+            self.proof.verify_whole(&proofs_bytes(proofs))
         })
         .map_err(|text| PlanError::Verification(format!("{PANIC_MARK}: {text}")))?
     }
@@ -456,21 +456,21 @@ impl<P: FilecoinProof> ProofPlan for FilecoinPlan<P> {
 
 /// filecoin-proofs' `verifier`'s answer (`Ok(true)`: the proof holds) as a
 /// result: a rejection or an error is a `Verification` error naming it.
-pub fn verdict<E: Display>(verifier: &str, answer: Result<bool, E>) -> Result<(), FilecoinError> {
+pub fn verdict<E: Display>(verifier: &str, answer: Result<bool, E>) -> Result<(), PlanError> {
     match answer {
         Ok(true) => Ok(()),
-        Ok(false) => Err(FilecoinError::Verification(format!(
+        Ok(false) => Err(PlanError::Verification(format!(
             "filecoin-proofs {verifier} rejected the proof"
         ))),
-        Err(e) => Err(FilecoinError::Verification(format!(
+        Err(e) => Err(PlanError::Verification(format!(
             "filecoin-proofs {verifier} failed: {e:#}"
         ))),
     }
 }
 
 /// An error of filecoin-proofs (or storage-proofs) where none should be.
-pub(crate) fn internal(e: impl Display) -> FilecoinError {
-    FilecoinError::Internal(format!("{e:#}"))
+pub(crate) fn internal(e: impl Display) -> PlanError {
+    PlanError::Internal(format!("{e:#}"))
 }
 
 /// Bytes one partition of about `constraints` constraints (and as many
@@ -490,15 +490,15 @@ fn proofs_bytes(proofs: &[Proof<Bls12>]) -> Vec<u8> {
 /// same assignment. `circuit` builds the partition's circuit; it is called
 /// twice when the R1CS is recorded (recording consumes one instance).
 fn synth<C: bellperson::Circuit<Scalar>>(
-    circuit: impl Fn() -> Result<C, FilecoinError>,
+    circuit: impl Fn() -> Result<C, PlanError>,
     constraints: usize,
-) -> Result<ProvingAssignment, FilecoinError> {
+) -> Result<ProvingAssignment, PlanError> {
     let hint = SizeHint {
         constraints,
         inputs: 0,
         aux: constraints,
     };
-    synthesize(circuit()?, hint).map_err(|e| FilecoinError::Synthesis(format!("synthesis: {e}")))
+    synthesize(circuit()?, hint).map_err(|e| PlanError::Synthesis(format!("synthesis: {e}")))
 }
 
 /// The compiled R1CS of `circuit_id`, recorded from `circuit()` if this
@@ -506,11 +506,11 @@ fn synth<C: bellperson::Circuit<Scalar>>(
 /// which the engine's memory budget counts and evicts when idle.
 pub fn compiled_r1cs<C: bellperson::Circuit<Scalar>>(
     circuit_id: &str,
-    circuit: impl FnOnce() -> Result<C, FilecoinError>,
-) -> Result<Arc<CompiledR1cs>, FilecoinError> {
+    circuit: impl FnOnce() -> Result<C, PlanError>,
+) -> Result<Arc<CompiledR1cs>, PlanError> {
     R1csCache::global().get_or_record(circuit_id, || {
         CompiledR1cs::record(circuit()?)
-            .map_err(|e| FilecoinError::Synthesis(format!("recording the R1CS of {circuit_id}: {e}")))
+            .map_err(|e| PlanError::Synthesis(format!("recording the R1CS of {circuit_id}: {e}")))
     })
 }
 
@@ -546,7 +546,7 @@ fn planned<P: FilecoinProof>(plan: FilecoinPlan<P>) -> FilecoinPlanned {
 
 impl ShapeDispatch for Planning {
     type Out = FilecoinPlanned;
-    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<Self::Out, FilecoinError> {
+    fn run<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(self) -> Result<Self::Out, PlanError> {
         let Planning(input, options) = self;
         Ok(match input {
             Planned::Porep(input) => planned(PorepPlan::<Tree>::new(input, &options)?),
@@ -561,14 +561,14 @@ impl ShapeDispatch for Planning {
 /// a panic in them is caught ([`crate::validate::guard`]) and refused as an
 /// `InvalidArgument`. A request whose vanilla proofs do not verify is
 /// refused ([`plan_with`] can allow it, for benchmarks).
-pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, FilecoinError> {
+pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, PlanError> {
     plan_with(request, PlanOptions::default()).map(|planned| planned.plan)
 }
 
 /// [`plan_for`] with `options`. A request planned as unverifiable is
 /// logged (a warning naming it and the reason) here, at plan time, and
 /// again when its verification is skipped.
-pub fn plan_with(request: &ProofRequest, options: PlanOptions) -> Result<FilecoinPlanned, FilecoinError> {
+pub fn plan_with(request: &ProofRequest, options: PlanOptions) -> Result<FilecoinPlanned, PlanError> {
     let planned = crate::validate::guard("the request", || plan_checked(request, options))?;
     if let Some(reason) = &planned.unverifiable {
         tracing::warn!(
@@ -585,7 +585,7 @@ pub fn plan_with(request: &ProofRequest, options: PlanOptions) -> Result<Filecoi
 }
 
 /// A request's checked input and its sector size.
-pub(crate) fn parse_request(request: &ProofRequest) -> Result<(u64, Planned), FilecoinError> {
+pub(crate) fn parse_request(request: &ProofRequest) -> Result<(u64, Planned), PlanError> {
     Ok(match request.kind {
         ProofKind::PorepSealCommit => {
             let input = PorepInput::parse(request)?;
@@ -602,7 +602,7 @@ pub(crate) fn parse_request(request: &ProofRequest) -> Result<(u64, Planned), Fi
     })
 }
 
-fn plan_checked(request: &ProofRequest, options: PlanOptions) -> Result<FilecoinPlanned, FilecoinError> {
+fn plan_checked(request: &ProofRequest, options: PlanOptions) -> Result<FilecoinPlanned, PlanError> {
     let (size, planned) = parse_request(request)?;
     crate::dispatch_shape(size, Planning(planned, options))
 }

@@ -6,7 +6,7 @@ use crate::native::porep::{ChallengeWitness, ColumnWitness, PartitionWitness};
 use crate::native::{self, Assignment};
 use crate::request::PorepInput;
 use crate::validate::{self, guard};
-use crate::FilecoinError;
+use cuzk_core::PlanError;
 use cuzk_core::{Scalar, Witness};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
@@ -55,8 +55,8 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
     /// [`PlanOptions::allow_unverifiable`], vanilla proofs that do not hold
     /// (openings, labels, challenges) make the plan unverifiable instead of
     /// refusing it; every other check is the same.
-    pub fn new_with(input: PorepInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
-        let invalid = FilecoinError::InvalidArgument;
+    pub fn new_with(input: PorepInput, options: &PlanOptions) -> Result<Self, PlanError> {
+        let invalid = PlanError::InvalidArgument;
         let config = input.registered.as_v1_config();
         let c1 = &input.c1;
         let vanilla = TryInto::<Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>>::try_into(
@@ -171,8 +171,8 @@ fn check_shapes<Tree: 'static + MerkleTreeTrait>(
     pub_params: &stacked::PublicParams<Tree>,
     sector_size: u64,
     options: &PlanOptions,
-) -> Result<Option<String>, FilecoinError> {
-    let invalid = FilecoinError::InvalidArgument;
+) -> Result<Option<String>, PlanError> {
+    let invalid = PlanError::InvalidArgument;
     let leaves = (sector_size / 32) as usize;
     let layers = pub_params.num_layers;
     let drg = pub_params.graph.base_graph().degree();
@@ -240,11 +240,11 @@ struct ColumnParts<D: serde::de::DeserializeOwned> {
 
 impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
     /// A column proof's rows and path.
-    fn column<P>(proof: &stacked::ColumnProof<P>) -> Result<ColumnWitness, FilecoinError>
+    fn column<P>(proof: &stacked::ColumnProof<P>) -> Result<ColumnWitness, PlanError>
     where
         P: MerkleProofTrait + serde::Serialize + serde::de::DeserializeOwned,
     {
-        let fail = |what: &str| FilecoinError::Synthesis(format!("a column proof's {what}"));
+        let fail = |what: &str| PlanError::Synthesis(format!("a column proof's {what}"));
         let bytes = bincode::serialize(proof).map_err(|_| fail("bytes"))?;
         let parts: ColumnProofParts<<P::Hasher as filecoin_hashers::Hasher>::Domain, P> =
             bincode::deserialize(&bytes).map_err(|_| fail("layout"))?;
@@ -256,8 +256,8 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
 
     /// What partition `index`'s circuit needs, as the compound proof
     /// builds it from the partition's challenge proofs.
-    fn native_inputs(&self, index: usize) -> Result<PartitionWitness, FilecoinError> {
-        let fail = |what: String| FilecoinError::Synthesis(format!("partition {index}: {what}"));
+    fn native_inputs(&self, index: usize) -> Result<PartitionWitness, PlanError> {
+        let fail = |what: String| PlanError::Synthesis(format!("partition {index}: {what}"));
         let proofs = self
             .vanilla
             .get(index)
@@ -288,7 +288,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
                     exp_parents: columns(&p.replica_column_proofs.exp_parents)?,
                 })
             })
-            .collect::<Result<Vec<_>, FilecoinError>>()?;
+            .collect::<Result<Vec<_>, PlanError>>()?;
         Ok(PartitionWitness {
             replica_id: self.pub_inputs.replica_id.into(),
             comm_d: tau.comm_d.into(),
@@ -301,7 +301,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
 
     /// Partition `index`'s witness: the prologue, then the challenges
     /// written natively on the pool and laid end to end.
-    fn native_partition(&self, index: usize) -> Result<Witness, FilecoinError> {
+    fn native_partition(&self, index: usize) -> Result<Witness, PlanError> {
         let inputs = self.native_inputs(index)?;
         let mut w = Assignment::default();
         let replica_bits = native::porep::prologue(&mut w, &inputs);
@@ -312,7 +312,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
                 c,
             )
         })
-        .map_err(|e| FilecoinError::Synthesis(format!("native witness of partition {index}: {e}")))
+        .map_err(|e| PlanError::Synthesis(format!("native witness of partition {index}: {e}")))
     }
 }
 
@@ -320,7 +320,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
     type Circuit = stacked::StackedCircuit<Tree, DefaultPieceHasher>;
     type Input = PorepInput;
 
-    fn from_input(input: PorepInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
+    fn from_input(input: PorepInput, options: &PlanOptions) -> Result<Self, PlanError> {
         Self::new_with(input, options)
     }
 
@@ -336,7 +336,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
         self.constraints
     }
 
-    fn circuit(&self, index: usize) -> Result<Self::Circuit, FilecoinError> {
+    fn circuit(&self, index: usize) -> Result<Self::Circuit, PlanError> {
         <Compound<Tree> as CompoundProof<Vanilla<'_, Tree>, _>>::circuit(
             &self.pub_inputs,
             (),
@@ -344,7 +344,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
             &self.pub_params,
             Some(index),
         )
-        .map_err(|e| FilecoinError::Synthesis(format!("partition {index} circuit: {e:#}")))
+        .map_err(|e| PlanError::Synthesis(format!("partition {index} circuit: {e:#}")))
     }
 
     /// storage-proofs' `StackedCircuit` runs each challenge proof in a
@@ -362,12 +362,10 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
     /// The partition's circuit from challenge proof `unit` alone (the
     /// compound proof builds the same prologue from any of its proofs: it
     /// requires them to agree on comm_r_last and comm_c).
-    fn unit_circuit(&self, index: usize, unit: usize) -> Result<Self::Circuit, FilecoinError> {
+    fn unit_circuit(&self, index: usize, unit: usize) -> Result<Self::Circuit, PlanError> {
         let one = vec![self.vanilla[index]
             .get(unit)
-            .ok_or_else(|| {
-                FilecoinError::Synthesis(format!("partition {index} has no challenge proof {unit}"))
-            })?
+            .ok_or_else(|| PlanError::Synthesis(format!("partition {index} has no challenge proof {unit}")))?
             .clone()];
         <Compound<Tree> as CompoundProof<Vanilla<'_, Tree>, _>>::circuit(
             &self.pub_inputs,
@@ -376,13 +374,13 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
             &self.pub_params,
             Some(index),
         )
-        .map_err(|e| FilecoinError::Synthesis(format!("partition {index} challenge {unit} circuit: {e:#}")))
+        .map_err(|e| PlanError::Synthesis(format!("partition {index} challenge {unit} circuit: {e:#}")))
     }
 
     /// The partition written natively ([`crate::native::porep`]),
     /// challenges in parallel, for replica trees hashed with Poseidon (all
     /// of Filecoin's).
-    fn native_witness(&self, index: usize) -> Option<Result<Witness, FilecoinError>> {
+    fn native_witness(&self, index: usize) -> Option<Result<Witness, PlanError>> {
         let poseidon = std::any::TypeId::of::<Tree::Hasher>()
             == std::any::TypeId::of::<filecoin_hashers::poseidon::PoseidonHasher>();
         poseidon.then(|| self.native_partition(index))
@@ -401,7 +399,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
         self.unverifiable.as_deref()
     }
 
-    fn verify_whole(&self, proof: &[u8]) -> Result<(), FilecoinError> {
+    fn verify_whole(&self, proof: &[u8]) -> Result<(), PlanError> {
         let c1 = &self.input.c1;
         verdict(
             "verify_seal",

@@ -7,8 +7,8 @@ use crate::native::post::SectorWitness;
 use crate::native::{self, Assignment};
 use crate::request::PostInput;
 use crate::validate::{self, guard};
-use crate::FilecoinError;
 use cuzk_core::request::cut_echoes;
+use cuzk_core::PlanError;
 use cuzk_core::{Scalar, Witness};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
@@ -59,8 +59,8 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
     /// answer the challenges make the plan unverifiable instead of refusing
     /// it (the partition is then laid out as filecoin-proofs lays it out);
     /// every other check is the same.
-    pub fn new_with(input: PostInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
-        let invalid = FilecoinError::InvalidArgument;
+    pub fn new_with(input: PostInput, options: &PlanOptions) -> Result<Self, PlanError> {
+        let invalid = PlanError::InvalidArgument;
         let config = input.registered.as_v1_config();
         let proofs: Vec<FallbackPoStSectorProof<Tree>> = input
             .vanilla_proofs
@@ -157,7 +157,7 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
                     None => own(),
                 };
                 if partitioned.len() != 1 {
-                    return Err(FilecoinError::Internal(format!(
+                    return Err(PlanError::Internal(format!(
                         "WinningPoSt split into {} partitions",
                         partitioned.len()
                     )));
@@ -281,7 +281,7 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
 /// about them (one a failing challenge) are turned off in the daemon
 /// ([`validate::CLIENT_INPUT_LOG_TARGETS`]), and a client's bad input is
 /// not the daemon's error.
-fn refuse_or_keep(options: &PlanOptions, reason: String) -> Result<String, FilecoinError> {
+fn refuse_or_keep(options: &PlanOptions, reason: String) -> Result<String, PlanError> {
     let verdict = options.unverifiable(reason);
     if let Err(e) = &verdict {
         tracing::warn!(error = %e, "PoSt request refused: its vanilla proofs do not hold");
@@ -338,8 +338,8 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
     /// The sectors of partition `index` as the compound proof lays them
     /// out (see [`FilecoinProof::unit_circuit`]), each with what its
     /// circuit needs.
-    fn native_sectors(&self, index: usize) -> Result<Vec<SectorWitness>, FilecoinError> {
-        let missing = |what: String| FilecoinError::Synthesis(format!("partition {index}: {what}"));
+    fn native_sectors(&self, index: usize) -> Result<Vec<SectorWitness>, PlanError> {
+        let missing = |what: String| PlanError::Synthesis(format!("partition {index}: {what}"));
         let vanilla = self
             .partition
             .get(index)
@@ -369,7 +369,7 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
                         })?;
                         Ok((leaf.into(), levels))
                     })
-                    .collect::<Result<Vec<_>, FilecoinError>>()?;
+                    .collect::<Result<Vec<_>, PlanError>>()?;
                 Ok(SectorWitness {
                     comm_r: public.comm_r.into(),
                     comm_c: proof.comm_c.into(),
@@ -382,12 +382,12 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
 
     /// Partition `index`'s witness, sectors written natively on the pool,
     /// each into its own stretch of the aux vector.
-    fn native_partition(&self, index: usize) -> Result<Witness, FilecoinError> {
+    fn native_partition(&self, index: usize) -> Result<Witness, PlanError> {
         let sectors = self.native_sectors(index)?;
         native::lay_out(Assignment::default(), &sectors, |w, sector| {
             native::post::sector::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(w, sector)
         })
-        .map_err(|e| FilecoinError::Synthesis(format!("native witness of partition {index}: {e}")))
+        .map_err(|e| PlanError::Synthesis(format!("native witness of partition {index}: {e}")))
     }
 }
 
@@ -409,8 +409,8 @@ fn check_sector_proof<Tree: 'static + MerkleTreeTrait>(
     i: usize,
     proof: &FallbackPoStSectorProof<Tree>,
     config: &PoStConfig,
-) -> Result<(), FilecoinError> {
-    let invalid = FilecoinError::InvalidArgument;
+) -> Result<(), PlanError> {
+    let invalid = PlanError::InvalidArgument;
     let what = format!("vanilla_proofs[{i}]");
     validate::field_elements(&what, proof, None)?;
     let [sector] = proof.vanilla_proof.sectors.as_slice() else {
@@ -444,7 +444,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
     type Circuit = fallback::FallbackPoStCircuit<Tree>;
     type Input = PostInput;
 
-    fn from_input(input: PostInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
+    fn from_input(input: PostInput, options: &PlanOptions) -> Result<Self, PlanError> {
         Self::new_with(input, options)
     }
 
@@ -460,7 +460,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
         self.constraints
     }
 
-    fn circuit(&self, index: usize) -> Result<Self::Circuit, FilecoinError> {
+    fn circuit(&self, index: usize) -> Result<Self::Circuit, PlanError> {
         <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::circuit(
             &self.pub_inputs,
             Default::default(),
@@ -468,7 +468,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
             &self.pub_params,
             Some(index),
         )
-        .map_err(|e| FilecoinError::Synthesis(format!("PoSt circuit: {e:#}")))
+        .map_err(|e| PlanError::Synthesis(format!("PoSt circuit: {e:#}")))
     }
 
     /// storage-proofs' `FallbackPoStCircuit` proves each sector in its own
@@ -489,8 +489,8 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
     /// circuit as the compound proof builds it (its public sector, the last
     /// one repeated where the partition is short of sectors) and the prover
     /// id.
-    fn unit_circuit(&self, index: usize, unit: usize) -> Result<Self::Circuit, FilecoinError> {
-        let missing = || FilecoinError::Synthesis(format!("partition {index} has no sector {unit}"));
+    fn unit_circuit(&self, index: usize, unit: usize) -> Result<Self::Circuit, PlanError> {
+        let missing = || PlanError::Synthesis(format!("partition {index} has no sector {unit}"));
         let vanilla = self.partition.get(index).ok_or_else(missing)?;
         let sector_proof = vanilla.sectors.get(unit).ok_or_else(missing)?;
         let public = self
@@ -500,9 +500,8 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
             .nth(index)
             .and_then(|sectors| sectors.get(unit).or(sectors.last()))
             .ok_or_else(missing)?;
-        let sector = fallback::Sector::circuit(public, sector_proof).map_err(|e| {
-            FilecoinError::Synthesis(format!("partition {index} sector {unit} circuit: {e:#}"))
-        })?;
+        let sector = fallback::Sector::circuit(public, sector_proof)
+            .map_err(|e| PlanError::Synthesis(format!("partition {index} sector {unit} circuit: {e:#}")))?;
         Ok(fallback::FallbackPoStCircuit {
             prover_id: Some(self.pub_inputs.prover_id.into()),
             sectors: vec![sector],
@@ -512,7 +511,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
     /// Every sector of the partition written natively
     /// ([`crate::native::post`]), sectors in parallel, for replica trees
     /// hashed with Poseidon (all of Filecoin's).
-    fn native_witness(&self, index: usize) -> Option<Result<Witness, FilecoinError>> {
+    fn native_witness(&self, index: usize) -> Option<Result<Witness, PlanError>> {
         let poseidon = std::any::TypeId::of::<Tree::Hasher>()
             == std::any::TypeId::of::<filecoin_hashers::poseidon::PoseidonHasher>();
         poseidon.then(|| self.native_partition(index))
@@ -531,7 +530,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
         self.unverifiable.as_deref()
     }
 
-    fn verify_whole(&self, proof: &[u8]) -> Result<(), FilecoinError> {
+    fn verify_whole(&self, proof: &[u8]) -> Result<(), PlanError> {
         let verifier = match self.config.typ {
             PoStType::Winning => "verify_winning_post",
             PoStType::Window => {

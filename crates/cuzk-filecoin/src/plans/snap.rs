@@ -5,8 +5,8 @@ use crate::native::snap::{SnapChallenge, SnapWitness};
 use crate::native::{self, Assignment};
 use crate::request::SnapInput;
 use crate::validate::{self, guard};
-use crate::FilecoinError;
 use cuzk_core::request::cut_echoes;
+use cuzk_core::PlanError;
 use cuzk_core::{Scalar, Witness};
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{DefaultPieceDomain, MerkleTreeTrait, PoRepConfig, SectorUpdateConfig, TreeRHasher};
@@ -47,8 +47,8 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
     /// verify make the plan unverifiable instead of refusing it, provided
     /// they still meet what the circuit asserts while it is synthesised
     /// ([`check_circuit_preconditions`]); every other check is the same.
-    pub fn new_with(input: SnapInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
-        let invalid = FilecoinError::InvalidArgument;
+    pub fn new_with(input: SnapInput, options: &PlanOptions) -> Result<Self, PlanError> {
+        let invalid = PlanError::InvalidArgument;
         let config = input.registered.as_v1_config();
         let update = SectorUpdateConfig::from_porep_config(&config);
         let partitions = usize::from(update.update_partitions);
@@ -144,8 +144,8 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
     /// What partition `index`'s circuit needs, read from the circuit the
     /// compound proof builds (its inputs are public fields), in the shape
     /// the circuit takes them.
-    fn native_inputs(&self, index: usize) -> Result<SnapWitness, FilecoinError> {
-        let fail = |what: &str| FilecoinError::Synthesis(format!("partition {index}: {what}"));
+    fn native_inputs(&self, index: usize) -> Result<SnapWitness, PlanError> {
+        let fail = |what: &str| PlanError::Synthesis(format!("partition {index}: {what}"));
         let circuit = self.circuit(index)?;
         let (params, public, private) = (&circuit.pub_params, &circuit.pub_inputs, &circuit.priv_inputs);
         let value = |v: Option<Scalar>| v.ok_or_else(|| fail("a missing value"));
@@ -206,7 +206,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
 
     /// Partition `index`'s witness: the prologue, then the challenges
     /// written on the pool and laid end to end.
-    fn native_partition(&self, index: usize) -> Result<Witness, FilecoinError> {
+    fn native_partition(&self, index: usize) -> Result<Witness, PlanError> {
         let inputs = self.native_inputs(index)?;
         let mut w = Assignment::default();
         let shared = native::snap::prologue(&mut w, &inputs);
@@ -216,7 +216,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
                 unit, &inputs, &shared, c,
             )
         })
-        .map_err(|e| FilecoinError::Synthesis(format!("native witness of partition {index}: {e}")))
+        .map_err(|e| PlanError::Synthesis(format!("native witness of partition {index}: {e}")))
     }
 }
 
@@ -230,9 +230,9 @@ fn check_circuit_preconditions<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHas
     vanilla: &[PartitionProof<Tree>],
     pub_inputs: &storage_proofs_update::PublicInputs,
     pub_params: &storage_proofs_update::PublicParams,
-) -> Result<(), FilecoinError> {
+) -> Result<(), PlanError> {
     use storage_proofs_core::merkle::MerkleProofTrait;
-    let invalid = FilecoinError::InvalidArgument;
+    let invalid = PlanError::InvalidArgument;
     let phi = storage_proofs_update::vanilla::phi(&pub_inputs.comm_d_new, &pub_inputs.comm_r_old);
     let bits = pub_params.challenge_bit_len;
     let top = bits - pub_params.partition_bit_len;
@@ -292,7 +292,7 @@ fn check_partition_proof<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     i: usize,
     proof: &PartitionProof<Tree>,
     leaves: usize,
-) -> Result<(), FilecoinError> {
+) -> Result<(), PlanError> {
     let what = format!("vanilla_proofs[{i}]");
     validate::field_elements(&what, proof, None)?;
     for (j, challenge) in proof.challenge_proofs.iter().enumerate() {
@@ -308,7 +308,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> FilecoinProof for Sn
     type Circuit = EmptySectorUpdateCircuit<Tree>;
     type Input = SnapInput;
 
-    fn from_input(input: SnapInput, options: &PlanOptions) -> Result<Self, FilecoinError> {
+    fn from_input(input: SnapInput, options: &PlanOptions) -> Result<Self, PlanError> {
         Self::new_with(input, options)
     }
 
@@ -324,7 +324,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> FilecoinProof for Sn
         self.constraints
     }
 
-    fn circuit(&self, index: usize) -> Result<Self::Circuit, FilecoinError> {
+    fn circuit(&self, index: usize) -> Result<Self::Circuit, PlanError> {
         EmptySectorUpdateCompound::<Tree>::circuit(
             &self.pub_inputs,
             (),
@@ -332,12 +332,12 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> FilecoinProof for Sn
             &self.pub_params,
             Some(index),
         )
-        .map_err(|e| FilecoinError::Synthesis(format!("partition {index} circuit: {e:#}")))
+        .map_err(|e| PlanError::Synthesis(format!("partition {index} circuit: {e:#}")))
     }
 
     /// The partition written natively ([`crate::native::snap`]),
     /// challenges in parallel.
-    fn native_witness(&self, index: usize) -> Option<Result<Witness, FilecoinError>> {
+    fn native_witness(&self, index: usize) -> Option<Result<Witness, PlanError>> {
         Some(self.native_partition(index))
     }
 
@@ -354,7 +354,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> FilecoinProof for Sn
         self.unverifiable.as_deref()
     }
 
-    fn verify_whole(&self, proof: &[u8]) -> Result<(), FilecoinError> {
+    fn verify_whole(&self, proof: &[u8]) -> Result<(), PlanError> {
         verdict(
             "verify_empty_sector_update_proof",
             filecoin_proofs::verify_empty_sector_update_proof::<Tree>(
