@@ -17,13 +17,18 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 sock="$work/cuzk.sock"
 params="$work/params"
 
-run_against() {  # $1 = daemon --listen value, $2 = bench --addr value
-  "$bin/cuzk-daemon" --listen "$1" --param-cache "$params" --log-level info 2>"$work/daemon.log" &
+start_daemon() {  # $1 = bench --addr value, then the daemon's flags
+  local addr=$1; shift
+  "$bin/cuzk-daemon" "$@" --param-cache "$params" --log-level info 2>"$work/daemon.log" &
   daemon_pid=$!
   for _ in $(seq 200); do
-    "$bin/cuzk-bench" status --addr "$2" >/dev/null 2>&1 && break
+    "$bin/cuzk-bench" status --addr "$addr" >/dev/null 2>&1 && break
     sleep 0.1
   done
+}
+
+run_against() {  # $1 = daemon --listen value, $2 = bench --addr value
+  start_daemon "$2" --listen "$1"
   "$bin/cuzk-bench" preload --addr "$2" --circuit-id synthetic-v1-n4096-i2
   "$bin/cuzk-bench" batch --addr "$2" --param-cache "$params" --type synthetic --log2 12 \
     --partitions 2 --count 4 --concurrency 2 | tee "$work/batch.txt"
@@ -58,12 +63,7 @@ python3 -c 'import grpc' 2>/dev/null || PYTHONPATH="$grpcio" python3 -c 'import 
 get_status() { PYTHONPATH="$grpcio${PYTHONPATH:+:$PYTHONPATH}" python3 crates/cuzk-daemon/tests/python/get_status.py "$sock" "$1"; }
 python_against() {  # $1 = unix_authority_fix
   printf '[daemon]\nlisten = "unix://%s"\nunix_authority_fix = %s\n' "$sock" "$1" >"$work/python.toml"
-  "$bin/cuzk-daemon" --config "$work/python.toml" --param-cache "$params" --log-level info 2>"$work/daemon.log" &
-  daemon_pid=$!
-  for _ in $(seq 200); do
-    "$bin/cuzk-bench" status --addr "unix://$sock" >/dev/null 2>&1 && break
-    sleep 0.1
-  done
+  start_daemon "unix://$sock" --config "$work/python.toml"
 }
 python_against false
 get_status with-option

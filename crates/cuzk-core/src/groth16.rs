@@ -227,16 +227,16 @@ impl MsmWitness {
         }
     }
 
-    /// Only the public inputs' scalars, with the circuit's densities: what
-    /// the frame reads when a backend computed every aux MSM itself.
+    /// Only the public inputs' scalars and their B density: all the frame
+    /// reads when a backend computed every aux MSM, B G2's included (the
+    /// aux densities, megabytes at full size, are not copied).
     pub(crate) fn inputs_only(inputs: &[Scalar], r1cs: &CompiledR1cs) -> Self {
-        let (a_aux_density, b_input_density, b_aux_density) = r1cs.densities();
         Self {
             inputs: ScalarVector::new(inputs),
             aux: ScalarVector::new(&[]),
-            a_aux_density: a_aux_density.clone(),
-            b_input_density: b_input_density.clone(),
-            b_aux_density: b_aux_density.clone(),
+            a_aux_density: DensityBitmap::default(),
+            b_input_density: r1cs.densities().1.clone(),
+            b_aux_density: DensityBitmap::default(),
         }
     }
 
@@ -296,18 +296,7 @@ impl Frame {
         assignment
             .validate()
             .map_err(|e| ProveError::InvalidAssignment(e.0))?;
-        Self::checked(
-            assignment.num_constraints(),
-            CircuitCounts {
-                inputs: assignment.input_assignment.len(),
-                aux: assignment.aux_assignment.len(),
-                domain: 0,
-                a_aux: assignment.a_aux_density.count_ones(),
-                b: assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones(),
-            },
-            params,
-            randomness,
-        )
+        Self::checked(CircuitCounts::of_assignment(assignment), params, randomness)
     }
 
     /// A witness with its circuit's compiled R1CS: as many values as the
@@ -328,30 +317,23 @@ impl Frame {
             )));
         }
         let (a_aux_density, b_input_density, b_aux_density) = r1cs.densities();
-        Self::checked(
-            r1cs.num_constraints(),
-            CircuitCounts {
-                inputs: r1cs.num_inputs(),
-                aux: r1cs.num_aux(),
-                domain: 0,
-                a_aux: a_aux_density.count_ones(),
-                b: b_input_density.count_ones() + b_aux_density.count_ones(),
-            },
-            params,
-            randomness,
-        )
+        let counts = CircuitCounts {
+            inputs: r1cs.num_inputs(),
+            aux: r1cs.num_aux(),
+            domain: r1cs.num_constraints().next_power_of_two(),
+            a_aux: a_aux_density.count_ones(),
+            b: b_input_density.count_ones() + b_aux_density.count_ones(),
+        };
+        Self::checked(counts, params, randomness)
     }
 
-    /// The checks both kinds of partition share; `counts.domain` is filled
-    /// in from `constraints`.
+    /// The checks both kinds of partition share.
     fn checked(
-        constraints: usize,
-        mut counts: CircuitCounts,
+        counts: CircuitCounts,
         params: &Arc<ProvingParameters>,
         randomness: Randomness,
     ) -> Result<Self, ProveError> {
-        let domain = Domain::for_size(constraints).ok_or(ProveError::DomainTooLarge(constraints))?;
-        counts.domain = domain.size();
+        let domain = Domain::for_size(counts.domain).ok_or(ProveError::DomainTooLarge(counts.domain))?;
         params.check_counts(&counts)?;
         let vk = &params.vk;
         if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {

@@ -485,6 +485,19 @@ impl ParamsLayout {
     }
 }
 
+impl CircuitCounts {
+    /// The counts of an evaluated assignment.
+    pub fn of_assignment(assignment: &ProvingAssignment) -> Self {
+        Self {
+            inputs: assignment.input_assignment.len(),
+            aux: assignment.aux_assignment.len(),
+            domain: assignment.domain_size(),
+            a_aux: assignment.a_aux_density.count_ones(),
+            b: assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones(),
+        }
+    }
+}
+
 impl ProvingParameters {
     /// Reads a `.params` file.
     pub fn read(path: &Path, check: PointCheck) -> Result<Self, ParamsError> {
@@ -547,13 +560,7 @@ impl ProvingParameters {
     /// came from, so a wrong file is an error rather than a bad proof (or an
     /// out-of-bounds index).
     pub fn check_fits(&self, assignment: &ProvingAssignment) -> Result<(), ParamsError> {
-        self.check_counts(&CircuitCounts {
-            inputs: assignment.input_assignment.len(),
-            aux: assignment.aux_assignment.len(),
-            domain: assignment.domain_size(),
-            a_aux: assignment.a_aux_density.count_ones(),
-            b: assignment.b_input_density.count_ones() + assignment.b_aux_density.count_ones(),
-        })
+        self.check_counts(&CircuitCounts::of_assignment(assignment))
     }
 
     /// [`check_fits`](Self::check_fits) for a circuit known by its counts

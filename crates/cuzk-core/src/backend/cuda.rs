@@ -440,7 +440,6 @@ impl CudaBackend {
                 tuning: self.tuning,
             },
             r1cs,
-            wide: witness.aux.wide_count(),
         };
         timings.prepare = started.elapsed();
         let RegionOutput { msms: out, small } =
@@ -555,10 +554,10 @@ impl CudaBackend {
                     || srs.stage(abc),
                 )
             }),
-            RegionInput::Witness { input, r1cs, wide } => {
+            RegionInput::Witness { input, r1cs } => {
                 match (self.resident_srs(params), self.resident_r1cs(r1cs)) {
                     (Some(srs), Some(gpu_r1cs)) => self.upload_ahead(
-                        staged_witness_bytes(r1cs.num_inputs(), r1cs.num_aux(), *wide),
+                        staged_witness_bytes(r1cs.num_inputs(), r1cs.num_aux(), input.aux.values.len()),
                         witness_working_set(r1cs.num_inputs(), r1cs.num_aux(), domain),
                         priority,
                         || srs.stage_witness(&gpu_r1cs, input),
@@ -590,7 +589,7 @@ impl CudaBackend {
                 None => srs.prove(sections(params), abc),
             }
             .map(|msms| Box::new(RegionOutput { msms, small: None })),
-            RegionInput::Witness { input, r1cs, .. } => {
+            RegionInput::Witness { input, r1cs } => {
                 if srs.is_streamed() {
                     return Region::HostPath("parameters streamed from the host".into());
                 }
@@ -636,11 +635,10 @@ enum RegionInput<'a> {
     /// The host path: a, b, c evaluated, the MSM scalars classified.
     Evaluated(PartitionInput<'a>),
     /// The witness path: the witness, with its circuit's R1CS put on the
-    /// device beside the parameters (`wide`: the aux values neither 0 nor 1).
+    /// device beside the parameters.
     Witness {
         input: WitnessInput<'a>,
         r1cs: &'a Arc<CompiledR1cs>,
-        wide: usize,
     },
 }
 
