@@ -10,8 +10,10 @@ use crate::bellperson_synthesis;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use cuzk_core::PlanError;
-use cuzk_core::{CompiledR1cs, ProofRequest, Scalar, SizeHint};
-use cuzk_filecoin::structure::{self, CircuitWork, PartitionUnits, StructureInput, StructureSpec};
+use cuzk_core::{CompiledR1cs, ProofRequest, Scalar, SizeHint, SpareValues};
+use cuzk_filecoin::structure::{
+    self, CircuitWork, NativeWriter, PartitionUnits, StructureInput, StructureSpec,
+};
 use cuzk_filecoin::PlanOptions;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -21,13 +23,7 @@ use std::time::Instant;
 /// The highest peak RSS of any step (each step resets the kernel's peak).
 static PEAK_RSS: AtomicU64 = AtomicU64::new(0);
 
-const ALLOW: PlanOptions = PlanOptions {
-    allow_unverifiable: true,
-    gadget_witness: false,
-    sequential_witness: false,
-    without_compiled_r1cs: false,
-    r1cs_store: None,
-};
+const ALLOW: PlanOptions = PlanOptions::UNVERIFIABLE_ALLOWED;
 
 pub(crate) fn parse_spec(s: &str) -> Result<StructureSpec, String> {
     s.parse().map_err(|e: PlanError| e.to_string())
@@ -250,6 +246,8 @@ const MARGIN: u64 = 1 << 30;
 struct Measure {
     /// The partition's plan, as the engine runs it (for the native step).
     plan: Box<dyn cuzk_core::ProofPlan>,
+    /// The plan's R1CS cache.
+    r1cs_cache: std::sync::Arc<cuzk_core::R1csCache>,
     partition: usize,
     skip: Vec<Step>,
     units_runs: usize,
@@ -293,7 +291,7 @@ impl CircuitWork for Measure {
         mut self,
         circuit: &dyn Fn() -> Result<C, PlanError>,
         units: Option<PartitionUnits<'_, C>>,
-        _: &dyn Fn() -> Option<Result<cuzk_core::Witness, PlanError>>,
+        _: &NativeWriter<'_>,
     ) -> Result<Self::Out, PlanError> {
         let synthesis = |e: cuzk_core::R1csError| PlanError::Synthesis(e.to_string());
 
@@ -308,7 +306,9 @@ impl CircuitWork for Measure {
         let r1cs = CompiledR1cs::record(built).map_err(synthesis)?;
         // Shared with the plan's cache, so its witness does not record again.
         let circuit_id = self.plan.circuit_id();
-        let r1cs = cuzk_core::R1csCache::global().get_or_record(&circuit_id, || Ok::<_, PlanError>(r1cs))?;
+        let r1cs = self
+            .r1cs_cache
+            .get_or_record(&circuit_id, || Ok::<_, PlanError>(r1cs))?;
         let record = t.stop(json!({
             "constraints": r1cs.num_constraints(),
             "inputs": r1cs.num_inputs(),
@@ -448,7 +448,7 @@ impl CircuitWork for Measure {
             drop(witness);
         }
         drop(r1cs);
-        cuzk_core::R1csCache::global().evict(&circuit_id);
+        self.r1cs_cache.evict(&circuit_id);
 
         // bellperson-style synthesis last, alone in memory.
         if self.fits("synthesize", Step::Synthesize, full) {
@@ -559,7 +559,7 @@ pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
             self,
             circuit: &dyn Fn() -> Result<C, PlanError>,
             units: Option<PartitionUnits<'_, C>>,
-            native: &dyn Fn() -> Option<Result<cuzk_core::Witness, PlanError>>,
+            native: &NativeWriter<'_>,
         ) -> Result<Self::Out, PlanError> {
             let Planned(mut measure, started, cpu) = self;
             let (wall, cpu) = (started.elapsed().as_secs_f64(), cpu_seconds() - cpu);
@@ -581,9 +581,15 @@ pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
         print_output(out);
         return Ok(());
     }
-    let plan = cuzk_filecoin::plan_with(&request, ALLOW.with_environment())?.plan;
+    let r1cs_cache = std::sync::Arc::new(cuzk_core::R1csCache::default());
+    let options = PlanOptions {
+        r1cs_cache: Some(r1cs_cache.clone()),
+        ..ALLOW.with_environment()
+    };
+    let plan = cuzk_filecoin::plan_with(&request, options)?.plan;
     let measure = Measure {
         plan,
+        r1cs_cache,
         partition: args.partition,
         skip: args.skip,
         units_runs: args.units_runs,
@@ -612,17 +618,24 @@ impl CircuitWork for NativeOnly {
         mut self,
         _: &dyn Fn() -> Result<C, PlanError>,
         _: Option<PartitionUnits<'_, C>>,
-        native: &dyn Fn() -> Option<Result<cuzk_core::Witness, PlanError>>,
+        native: &NativeWriter<'_>,
     ) -> Result<Self::Out, PlanError> {
-        let mut runs = Vec::new();
-        for run in 0..self.runs {
-            eprintln!("native witness, run {} ...", run + 1);
-            let t = Timed::start();
-            let witness = native()
-                .ok_or_else(|| PlanError::Synthesis("this proof type has no native writer".into()))??;
-            runs.push(t.stop(json!({ "aux": witness.aux.len() })));
+        // Each witness allocated afresh, then with the daemon's spare
+        // vectors (the first of those runs fills them, the rest reuse).
+        let spares = SpareValues::new(cuzk_filecoin::source::SPARE_WITNESS_BYTES);
+        for (key, spares) in [("native_runs", None), ("native_runs_spare_values", Some(&spares))] {
+            let mut runs = Vec::new();
+            for run in 0..self.runs {
+                eprintln!("{key}, run {} ...", run + 1);
+                let t = Timed::start();
+                let witness = native(spares)
+                    .ok_or_else(|| PlanError::Synthesis("this proof type has no native writer".into()))??;
+                let aux = witness.aux.len();
+                drop(witness);
+                runs.push(t.stop(json!({ "aux": aux })));
+            }
+            self.out.insert(key.into(), json!(runs));
         }
-        self.out.insert("native_runs".into(), json!(runs));
         Ok(self.out)
     }
 }

@@ -171,6 +171,22 @@ impl PlanSource for BenchSource {
         (circuit_id == self.circuit_id)
             .then(|| Ok(Box::new(InMemory(Arc::clone(&self.params))) as Box<dyn ParameterRecipe>))
     }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.plans.counters()
+    }
+
+    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
+        self.plans.r1cs_cache()
+    }
+
+    fn held_bytes(&self) -> u64 {
+        self.plans.held_bytes()
+    }
+
+    fn release(&self, idle: std::time::Duration) -> u64 {
+        self.plans.release(idle)
+    }
 }
 
 /// This process's peak resident set (VmHWM), bytes.

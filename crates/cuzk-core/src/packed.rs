@@ -18,9 +18,12 @@
 //! (a 0 or 1 is never wide, bits past the end are clear), so two vectors
 //! are equal exactly when their values are.
 
+use crate::sync::lock;
 use crate::Scalar;
 use ff::Field;
 use rayon::prelude::*;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Values packed in parallel this many at a time (a multiple of 64, so
 /// the pieces join without shifting).
@@ -38,6 +41,132 @@ pub struct PackedScalars {
     wide: Vec<u64>,
     wide_before: Vec<u32>,
     values: Vec<Scalar>,
+    /// Where `values` goes when this vector is dropped.
+    return_to: ReturnTo,
+}
+
+/// The spares a vector's wide values return to, if any. Not part of the
+/// value: two vectors of equal values are equal wherever they return,
+/// and a clone returns nowhere.
+#[derive(Debug, Default)]
+struct ReturnTo(Option<Arc<SpareValues>>);
+
+impl Clone for ReturnTo {
+    fn clone(&self) -> Self {
+        Self(None)
+    }
+}
+
+impl PartialEq for ReturnTo {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ReturnTo {}
+
+impl Drop for PackedScalars {
+    fn drop(&mut self) {
+        if let Some(spares) = self.return_to.0.take() {
+            spares.give(std::mem::take(&mut self.values));
+        }
+    }
+}
+
+/// The wide values of witnesses that were dropped, kept for the next
+/// witnesses of their size (issue 35). A partition whose witness is
+/// mostly wide (a WindowPoSt partition's Poseidon values: about 4 GB)
+/// otherwise pays, every time, for the kernel clearing that many fresh
+/// pages and for filling them before they are written; a spare vector's
+/// pages are mapped already, and [`PackedScalars::from_pieces`] overwrites
+/// every value of it without clearing it first. What the spares hold is
+/// host memory outside any partition, so the engine's memory budget counts
+/// [`bytes`](Self::bytes) and frees them ([`release`](Self::release)) when
+/// a partition waits for memory or they sit idle.
+#[derive(Debug)]
+pub struct SpareValues {
+    /// The most bytes kept.
+    limit: u64,
+    /// Vectors below this many bytes are not kept (fresh pages cost little).
+    smallest: u64,
+    held: Mutex<Vec<(Vec<Scalar>, Instant)>>,
+}
+
+impl SpareValues {
+    /// Vectors smaller than this are not worth keeping.
+    pub const SMALLEST_BYTES: u64 = 256 << 20;
+
+    /// Spares of at most `limit` bytes in all.
+    pub fn new(limit: u64) -> Arc<Self> {
+        Self::with_smallest(limit, Self::SMALLEST_BYTES)
+    }
+
+    /// Spares of at most `limit` bytes, each at least `smallest` (tests
+    /// keep small ones).
+    pub fn with_smallest(limit: u64, smallest: u64) -> Arc<Self> {
+        Arc::new(Self {
+            limit,
+            smallest,
+            held: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Bytes held now.
+    pub fn bytes(&self) -> u64 {
+        Self::sum(&lock(&self.held))
+    }
+
+    fn sum(held: &[(Vec<Scalar>, Instant)]) -> u64 {
+        held.iter().map(|(v, _)| Self::size(v.capacity())).sum()
+    }
+
+    fn size(values: usize) -> u64 {
+        (values * std::mem::size_of::<Scalar>()) as u64
+    }
+
+    /// Whether `values` wide values are worth a spare.
+    fn keeps(&self, values: usize) -> bool {
+        self.limit > 0 && Self::size(values) >= self.smallest
+    }
+
+    /// A spare with room for `values` and at most twice that (a smaller
+    /// witness would hold a larger vector's memory for nothing), if any.
+    fn take(&self, values: usize) -> Option<Vec<Scalar>> {
+        if !self.keeps(values) {
+            return None;
+        }
+        let mut held = lock(&self.held);
+        let fits = |v: &Vec<Scalar>| v.capacity() >= values && v.capacity() / 2 <= values;
+        let best = (0..held.len())
+            .filter(|&i| fits(&held[i].0))
+            .min_by_key(|&i| held[i].0.capacity())?;
+        Some(held.swap_remove(best).0)
+    }
+
+    /// Keeps `values` if it is worth it and the limit allows.
+    fn give(&self, values: Vec<Scalar>) {
+        if !self.keeps(values.capacity()) {
+            return;
+        }
+        let mut held = lock(&self.held);
+        if Self::sum(&held) + Self::size(values.capacity()) <= self.limit {
+            held.push((values, Instant::now()));
+        }
+    }
+
+    /// Frees the spares unused for at least `idle` (all of them for
+    /// `Duration::ZERO`); the bytes freed.
+    pub fn release(&self, idle: Duration) -> u64 {
+        let mut held = lock(&self.held);
+        let before = Self::sum(&held);
+        held.retain(|(_, since)| since.elapsed() < idle);
+        let freed = before - Self::sum(&held);
+        drop(held);
+        if freed > 0 {
+            tracing::info!(bytes = freed, "spare witness vectors freed");
+        }
+        freed
+    }
 }
 
 impl PackedScalars {
@@ -55,6 +184,7 @@ impl PackedScalars {
             wide: Vec::with_capacity(words),
             wide_before: Vec::with_capacity(words),
             values: Vec::with_capacity(wide),
+            return_to: ReturnTo::default(),
         }
     }
 
@@ -160,19 +290,36 @@ impl PackedScalars {
     /// copied twice. Returns what each `make` returned, in order; `None`
     /// when a piece's length or wide count is not `len` and `wide` (a
     /// caller that cannot promise equal pieces joins them another way).
+    /// The wide values go into a vector of `spares` when one fits, and
+    /// back there when the result is dropped.
     pub fn from_pieces<T: Send>(
         head: &PackedScalars,
         count: usize,
         (len, wide): (usize, usize),
+        spares: Option<&Arc<SpareValues>>,
         make: impl Fn(usize, &mut PackedScalars) -> T + Sync,
     ) -> Option<(Self, Vec<T>)> {
         let total_wide = head.values.len() + count * wide;
         if u32::try_from(total_wide).is_err() {
             return None;
         }
-        let mut values = Vec::with_capacity(total_wide);
-        values.extend_from_slice(&head.values);
-        values.par_extend(rayon::iter::repeat_n(Scalar::ZERO, count * wide));
+        let spares = spares.filter(|spares| spares.keeps(total_wide));
+        let mut values = match spares.and_then(|spares| spares.take(total_wide)) {
+            // Its values are a dropped witness's: every one past the head
+            // is overwritten by its piece below (or the vector is not
+            // returned), so none is cleared first.
+            Some(mut spare) => {
+                spare.resize(total_wide, Scalar::ZERO);
+                spare[..head.values.len()].copy_from_slice(&head.values);
+                spare
+            }
+            None => {
+                let mut fresh = Vec::with_capacity(total_wide);
+                fresh.extend_from_slice(&head.values);
+                fresh.par_extend(rayon::iter::repeat_n(Scalar::ZERO, count * wide));
+                fresh
+            }
+        };
         let scratch = || PackedScalars::with_capacity(len, wide);
         // Each piece's own bit words, joined below (a 256th of the values).
         let made: Option<Vec<MadePiece<T>>> = if wide == 0 {
@@ -191,13 +338,20 @@ impl PackedScalars {
                 })
                 .collect()
         };
-        let made = made?;
+        let Some(made) = made else {
+            if let Some(spares) = spares {
+                spares.give(values);
+            }
+            return None;
+        };
+        let words = (head.len + count * len).div_ceil(64);
         let mut joined = PackedScalars {
             len: head.len,
-            ones: Vec::with_capacity((head.len + count * len).div_ceil(64)),
-            wide: Vec::with_capacity((head.len + count * len).div_ceil(64)),
-            wide_before: Vec::with_capacity((head.len + count * len).div_ceil(64)),
+            ones: Vec::with_capacity(words),
+            wide: Vec::with_capacity(words),
+            wide_before: Vec::with_capacity(words),
             values: Vec::new(),
+            return_to: ReturnTo(spares.cloned()),
         };
         joined.ones.extend_from_slice(&head.ones);
         joined.wide.extend_from_slice(&head.wide);
@@ -419,7 +573,7 @@ mod tests {
                     (0..37).map(|i| PackedScalars::from_scalars(&piece(i))).collect();
                 let expected = PackedScalars::concat(std::iter::once(&head).chain(&pieces));
                 let shape = (len, pieces[0].wide_count());
-                let (joined, outputs) = PackedScalars::from_pieces(&head, 37, shape, |i, scratch| {
+                let (joined, outputs) = PackedScalars::from_pieces(&head, 37, shape, None, |i, scratch| {
                     piece(i).into_iter().for_each(|v| scratch.push(v));
                     i * 2
                 })
@@ -427,7 +581,7 @@ mod tests {
                 assert_eq!(joined, expected, "head {head_len}, len {len}, wide {wide_values}");
                 assert_eq!(outputs, (0..37).map(|i| i * 2).collect::<Vec<_>>());
                 // One piece longer than the others.
-                let uneven = PackedScalars::from_pieces(&head, 37, shape, |i, scratch| {
+                let uneven = PackedScalars::from_pieces(&head, 37, shape, None, |i, scratch| {
                     piece(i).into_iter().for_each(|v| scratch.push(v));
                     if i == 20 {
                         scratch.push_bit(true);
@@ -436,6 +590,99 @@ mod tests {
                 assert!(uneven.is_none());
             }
         }
+    }
+
+    /// Pieces of 100 values, 10 of them wide, the wide ones `seed`'s.
+    fn wide_pieces(
+        head: &PackedScalars,
+        count: usize,
+        seed: u64,
+        spares: Option<&Arc<SpareValues>>,
+    ) -> Option<PackedScalars> {
+        let piece = |i: usize, scratch: &mut PackedScalars| {
+            for k in 0..100u64 {
+                match k % 10 {
+                    0 => scratch.push(Scalar::from(seed * 1_000_000 + i as u64 * 100 + k + 2)),
+                    _ => scratch.push_bit(k % 3 == 0),
+                }
+            }
+        };
+        PackedScalars::from_pieces(head, count, (100, 10), spares, piece).map(|(joined, _)| joined)
+    }
+
+    /// A dropped witness's wide values are kept and the next witness of
+    /// its size is written over them, equal to one made afresh although
+    /// the spare still holds the first witness's values; a smaller
+    /// witness does not take a vector twice its size, and `release` frees.
+    #[test]
+    fn packed_scalars_from_pieces_reuses_spare_values_and_equals_a_fresh_vector() {
+        let spares = SpareValues::with_smallest(1 << 20, 1);
+        let head = PackedScalars::from_scalars(&values(70, 4));
+        let first = wide_pieces(&head, 50, 1, Some(&spares)).unwrap();
+        assert_eq!(first, wide_pieces(&head, 50, 1, None).unwrap());
+        assert_eq!(spares.bytes(), 0);
+        let first_values = first.values.as_ptr();
+        drop(first);
+        let kept = spares.bytes();
+        assert!(kept >= (head.wide_count() + 500) as u64 * 32, "{kept}");
+        // Fewer pieces: the spare fits (at most twice the need), its tail
+        // of stale values cut off.
+        let second = wide_pieces(&head, 40, 2, Some(&spares)).unwrap();
+        assert_eq!(second.values.as_ptr(), first_values, "the spare was reused");
+        assert_eq!(spares.bytes(), 0);
+        assert_eq!(second, wide_pieces(&head, 40, 2, None).unwrap());
+        assert_eq!(
+            second.to_scalars(),
+            wide_pieces(&head, 40, 2, None).unwrap().to_scalars()
+        );
+        drop(second);
+        // A witness needing under half the spare makes its own vector.
+        let small = wide_pieces(&PackedScalars::new(), 10, 3, Some(&spares)).unwrap();
+        assert_eq!(spares.bytes(), kept, "the large spare stays");
+        assert_eq!(small, wide_pieces(&PackedScalars::new(), 10, 3, None).unwrap());
+        // A clone returns nowhere; the original returns once.
+        let again = wide_pieces(&head, 50, 4, Some(&spares)).unwrap();
+        let copy = again.clone();
+        drop(again);
+        drop(copy);
+        assert_eq!(spares.bytes(), kept);
+        assert_eq!(spares.release(Duration::from_secs(3600)), 0, "not idle yet");
+        assert_eq!(spares.release(Duration::ZERO), kept);
+        assert_eq!(spares.bytes(), 0);
+    }
+
+    /// Spares stay within their limit, and a failed piece gives its
+    /// vector back rather than a half-written witness.
+    #[test]
+    fn spare_values_keep_within_their_limit_and_survive_a_failed_piece() {
+        let spares = SpareValues::with_smallest(30_000, 1);
+        let a = wide_pieces(&PackedScalars::new(), 50, 1, Some(&spares)).unwrap();
+        let b = wide_pieces(&PackedScalars::new(), 50, 2, Some(&spares)).unwrap();
+        drop(a);
+        drop(b);
+        assert_eq!(
+            spares.bytes(),
+            500 * 32,
+            "only one vector of 16,000 bytes fits 30,000"
+        );
+        let uneven = PackedScalars::from_pieces(
+            &PackedScalars::new(),
+            50,
+            (100, 10),
+            Some(&spares),
+            |i, scratch| {
+                let n = if i == 7 { 99 } else { 100 };
+                (0..n).for_each(|k| scratch.push(Scalar::from(k as u64 + 2)));
+            },
+        );
+        assert!(uneven.is_none());
+        assert_eq!(spares.bytes(), 500 * 32, "the vector came back");
+        let c = wide_pieces(&PackedScalars::new(), 50, 5, Some(&spares)).unwrap();
+        assert_eq!(c, wide_pieces(&PackedScalars::new(), 50, 5, None).unwrap());
+        // No limit: nothing kept.
+        let off = SpareValues::with_smallest(0, 1);
+        drop(wide_pieces(&PackedScalars::new(), 50, 1, Some(&off)).unwrap());
+        assert_eq!(off.bytes(), 0);
     }
 
     #[test]

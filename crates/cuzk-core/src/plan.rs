@@ -176,6 +176,27 @@ pub trait PlanSource: Send + Sync + std::fmt::Debug {
     fn prepare(&self, _circuit_id: &str) -> Option<Result<Prepared, PlanError>> {
         None
     }
+    /// The cache this source's plans keep their circuits' compiled R1CS
+    /// in: the engine counts what it holds in the memory budget, reports
+    /// it in its status and evicts it (idle, or with EvictSRS of its
+    /// circuit). Sources may share one. `None` (the default): the source's
+    /// plans keep no compiled R1CS.
+    fn r1cs_cache(&self) -> Option<Arc<crate::R1csCache>> {
+        None
+    }
+    /// Host bytes the source keeps between partitions, outside any
+    /// partition's memory permit (the Filecoin source: spare witness
+    /// vectors, [`crate::SpareValues`]); the engine's budget counts them.
+    /// None by default.
+    fn held_bytes(&self) -> u64 {
+        0
+    }
+    /// Frees what the source keeps that went unused for `idle` (everything
+    /// for `Duration::ZERO`: a partition waits for the memory); the bytes
+    /// freed. Nothing by default.
+    fn release(&self, _idle: std::time::Duration) -> u64 {
+        0
+    }
 }
 
 /// What a source made ready of a circuit at a preload.

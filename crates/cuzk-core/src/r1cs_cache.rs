@@ -1,4 +1,5 @@
-//! The compiled R1CS of every circuit id in use, shared by the process.
+//! The compiled R1CS of every circuit id in use, shared by the plans of
+//! the sources it is handed to.
 //!
 //! A circuit id's constraint system never changes (its parameters are
 //! generated from it), so the first partition of an id records it
@@ -13,7 +14,7 @@ use crate::r1cs::CompiledR1cs;
 use crate::r1cs_store::R1csStore;
 use crate::sync::lock;
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// One circuit id's entry: its R1CS once recorded, and its last use.
@@ -34,8 +35,9 @@ pub struct CachedR1cs {
     pub idle: Duration,
 }
 
-/// See the module documentation. One per process ([`R1csCache::global`]);
-/// tests may make their own.
+/// See the module documentation. The daemon's setup makes one and hands
+/// it to its plan sources, which give it to their plans; the engine finds
+/// it through the sources ([`crate::PlanSource::r1cs_cache`]).
 #[derive(Debug, Default)]
 pub struct R1csCache {
     /// One slot per id. The first partition of an id records into its slot
@@ -45,14 +47,7 @@ pub struct R1csCache {
     slots: Mutex<HashMap<String, Arc<Mutex<Slot>>>>,
 }
 
-static GLOBAL: LazyLock<R1csCache> = LazyLock::new(R1csCache::default);
-
 impl R1csCache {
-    /// The process's cache.
-    pub fn global() -> &'static R1csCache {
-        &GLOBAL
-    }
-
     /// The compiled R1CS of `circuit_id`, recorded by `record` if not held.
     pub fn get_or_record<E>(
         &self,

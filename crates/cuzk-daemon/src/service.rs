@@ -14,15 +14,15 @@ use tonic::{Request, Response, Status};
 #[derive(Debug, Clone)]
 pub struct Service {
     engine: Arc<Engine>,
-    cluster: Option<Arc<ClusterNode>>,
+    jobs: Jobs,
 }
 
 impl Service {
     /// Serves `engine`.
     pub fn new(engine: Arc<Engine>) -> Self {
         Self {
+            jobs: Jobs::Local(Arc::clone(&engine)),
             engine,
-            cluster: None,
         }
     }
 
@@ -30,43 +30,87 @@ impl Service {
     pub fn clustered(engine: Arc<Engine>, cluster: Arc<ClusterNode>) -> Self {
         Self {
             engine,
-            cluster: Some(cluster),
+            jobs: Jobs::Pool(cluster),
         }
     }
 }
 
-/// Cancels a pool job when dropped unless disarmed (a `Prove` client that
-/// went away, in cluster mode).
-struct CancelInPoolOnDrop {
-    cluster: Arc<ClusterNode>,
-    job_id: Option<String>,
+/// Where jobs are submitted, awaited and cancelled: this daemon's engine,
+/// or the pool's queue in cluster mode. Each RPC is written once over it.
+#[derive(Debug, Clone)]
+enum Jobs {
+    Local(Arc<Engine>),
+    Pool(Arc<ClusterNode>),
 }
 
-impl Drop for CancelInPoolOnDrop {
-    fn drop(&mut self) {
-        if let Some(id) = self.job_id.take() {
-            let cluster = Arc::clone(&self.cluster);
-            tokio::spawn(async move {
-                if let Ok(true) = cluster.cancel(&id).await {
-                    tracing::info!(job = %id, "Prove client went away; job cancelled in the pool");
-                }
-            });
+impl Jobs {
+    async fn submit(&self, request: pb::SubmitProofRequest) -> Result<pb::SubmitProofResponse, Status> {
+        match self {
+            Jobs::Pool(cluster) => Ok(pb::SubmitProofResponse {
+                job_id: cluster.submit(request).await?,
+                ..Default::default()
+            }),
+            Jobs::Local(engine) => {
+                let request = to_request(request)?;
+                let engine = Arc::clone(engine);
+                let outcome = tokio::task::spawn_blocking(move || engine.submit(request))
+                    .await
+                    .map_err(|e| Status::internal(e.to_string()))?
+                    .map_err(to_status)?;
+                Ok(pb::SubmitProofResponse {
+                    job_id: outcome.job_id,
+                    queue_position: outcome.queue_position,
+                    assigned_gpu: outcome.assigned_device,
+                })
+            }
+        }
+    }
+
+    async fn await_result(
+        &self,
+        job_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<pb::AwaitProofResponse, Status> {
+        match self {
+            Jobs::Pool(cluster) => cluster.await_result(job_id, timeout).await,
+            Jobs::Local(engine) => Ok(to_response(
+                engine.wait(job_id, timeout).await.map_err(to_status)?,
+            )),
+        }
+    }
+
+    async fn cancel(&self, job_id: &str) -> Result<bool, Status> {
+        match self {
+            Jobs::Pool(cluster) => cluster.cancel(job_id).await,
+            Jobs::Local(engine) => engine.cancel(job_id).map_err(to_status),
         }
     }
 }
 
 /// Cancels the job when dropped unless disarmed: a `Prove` call whose client
-/// went away does not leave its job running for nobody.
+/// went away does not leave its job running (or queued in the pool) for
+/// nobody.
 struct CancelOnDrop {
-    engine: Arc<Engine>,
+    jobs: Jobs,
     job_id: Option<String>,
 }
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if let Some(id) = self.job_id.take() {
-            if let Ok(true) = self.engine.cancel(&id) {
-                tracing::info!(job = %id, "Prove client went away; job cancelled");
+        let Some(id) = self.job_id.take() else { return };
+        match &self.jobs {
+            Jobs::Local(engine) => {
+                if let Ok(true) = engine.cancel(&id) {
+                    tracing::info!(job = %id, "Prove client went away; job cancelled");
+                }
+            }
+            Jobs::Pool(cluster) => {
+                let cluster = Arc::clone(cluster);
+                tokio::spawn(async move {
+                    if let Ok(true) = cluster.cancel(&id).await {
+                        tracing::info!(job = %id, "Prove client went away; job cancelled in the pool");
+                    }
+                });
             }
         }
     }
@@ -78,24 +122,7 @@ impl ProvingEngine for Service {
         &self,
         request: Request<pb::SubmitProofRequest>,
     ) -> Result<Response<pb::SubmitProofResponse>, Status> {
-        if let Some(cluster) = &self.cluster {
-            let job_id = cluster.submit(request.into_inner()).await?;
-            return Ok(Response::new(pb::SubmitProofResponse {
-                job_id,
-                ..Default::default()
-            }));
-        }
-        let request = to_request(request.into_inner())?;
-        let engine = Arc::clone(&self.engine);
-        let outcome = tokio::task::spawn_blocking(move || engine.submit(request))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(to_status)?;
-        Ok(Response::new(pb::SubmitProofResponse {
-            job_id: outcome.job_id,
-            queue_position: outcome.queue_position,
-            assigned_gpu: outcome.assigned_device,
-        }))
+        Ok(Response::new(self.jobs.submit(request.into_inner()).await?))
     }
 
     async fn await_proof(
@@ -104,17 +131,9 @@ impl ProvingEngine for Service {
     ) -> Result<Response<pb::AwaitProofResponse>, Status> {
         let request = request.into_inner();
         let timeout = (request.timeout_ms > 0).then(|| Duration::from_millis(request.timeout_ms));
-        if let Some(cluster) = &self.cluster {
-            return Ok(Response::new(
-                cluster.await_result(&request.job_id, timeout).await?,
-            ));
-        }
-        let result = self
-            .engine
-            .wait(&request.job_id, timeout)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(to_response(result)))
+        Ok(Response::new(
+            self.jobs.await_result(&request.job_id, timeout).await?,
+        ))
     }
 
     async fn prove(&self, request: Request<pb::ProveRequest>) -> Result<Response<pb::ProveResponse>, Status> {
@@ -122,45 +141,21 @@ impl ProvingEngine for Service {
             .into_inner()
             .submit
             .ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
-        if let Some(cluster) = &self.cluster {
-            let job_id = cluster.submit(submit).await?;
-            let mut guard = CancelInPoolOnDrop {
-                cluster: Arc::clone(cluster),
-                job_id: Some(job_id.clone()),
-            };
-            let result = cluster.await_result(&job_id, None).await?;
-            guard.job_id = None;
-            return Ok(Response::new(pb::ProveResponse { result: Some(result) }));
-        }
-        let request = to_request(submit)?;
-        let engine = Arc::clone(&self.engine);
-        let outcome = tokio::task::spawn_blocking(move || engine.submit(request))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(to_status)?;
+        let job_id = self.jobs.submit(submit).await?.job_id;
         let mut guard = CancelOnDrop {
-            engine: Arc::clone(&self.engine),
-            job_id: Some(outcome.job_id.clone()),
+            jobs: self.jobs.clone(),
+            job_id: Some(job_id.clone()),
         };
-        let result = self.engine.wait(&outcome.job_id, None).await.map_err(to_status)?;
+        let result = self.jobs.await_result(&job_id, None).await?;
         guard.job_id = None;
-        Ok(Response::new(pb::ProveResponse {
-            result: Some(to_response(result)),
-        }))
+        Ok(Response::new(pb::ProveResponse { result: Some(result) }))
     }
 
     async fn cancel_proof(
         &self,
         request: Request<pb::CancelProofRequest>,
     ) -> Result<Response<pb::CancelProofResponse>, Status> {
-        if let Some(cluster) = &self.cluster {
-            let was_running = cluster.cancel(&request.into_inner().job_id).await?;
-            return Ok(Response::new(pb::CancelProofResponse { was_running }));
-        }
-        let was_running = self
-            .engine
-            .cancel(&request.into_inner().job_id)
-            .map_err(to_status)?;
+        let was_running = self.jobs.cancel(&request.into_inner().job_id).await?;
         Ok(Response::new(pb::CancelProofResponse { was_running }))
     }
 

@@ -96,6 +96,9 @@ pub fn plan_sources(
     r1cs_store: Arc<R1csStore>,
 ) -> anyhow::Result<Vec<Arc<dyn PlanSource>>> {
     let mut sources: Vec<Arc<dyn PlanSource>> = Vec::new();
+    // One cache of compiled R1CS for every source's plans; the engine
+    // finds it through the sources, counts it and evicts from it.
+    let r1cs_cache = Arc::new(cuzk_core::R1csCache::default());
     if benchmark {
         // On by default so that a fresh daemon proves something with no
         // parameter files; bounded (sizes, memory admission, files on
@@ -106,7 +109,9 @@ pub fn plan_sources(
         );
         let cache = ParameterCache::new(param_dir)
             .with_context(|| format!("parameter directory {}", param_dir.display()))?;
-        sources.push(Arc::new(cuzk_synthetic::SyntheticPlans::new(cache)));
+        sources.push(Arc::new(
+            cuzk_synthetic::SyntheticPlans::new(cache).with_r1cs_cache(Arc::clone(&r1cs_cache)),
+        ));
     }
     if allow_unverifiable {
         tracing::warn!(
@@ -119,7 +124,8 @@ pub fn plan_sources(
             .with_environment()
             .with_full_point_check(full_point_check)
             .with_allow_unverifiable(allow_unverifiable)
-            .with_r1cs_store(r1cs_store),
+            .with_r1cs_store(r1cs_store)
+            .with_r1cs_cache(r1cs_cache),
     ));
     Ok(sources)
 }

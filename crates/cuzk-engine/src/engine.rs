@@ -7,14 +7,14 @@ use crate::job::{Job, JobResult, JobStatus};
 use crate::metrics::FailureReason;
 use crate::metrics::Metrics;
 use crate::plans::PlanSources;
-use crate::sched::{Dispatch, EvictIdle, Handoff, Lane, Rank, WorkItem};
+use crate::sched::{Dispatch, EvictIdle, Handoff, Lane, Rank, Reserved, WorkItem};
 use crate::srs::SrsManager;
 use crate::stages::{self, finish::FinishItem};
 use crate::state::{fail, finalize, Device, JobTable, Shared};
 use crate::status::{DeviceStatus, EngineStatus, KindQueue};
 use crate::sync::lock;
 use crate::EngineError;
-use cuzk_core::{CpuBackend, PlanSource, ProofKind, ProofRequest, ProverBackend, R1csCache};
+use cuzk_core::{CpuBackend, PlanSource, ProofKind, ProofRequest, ProverBackend};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -79,8 +79,13 @@ impl Engine {
         }
         let sources = Arc::new(PlanSources::new(sources));
         let witness_only = config.witness_only && backends.iter().all(|b| b.takes_witness());
-        let dispatch = Dispatch::new(config.memory_budget, config.post_reserve, || {
-            R1csCache::global().memory_bytes()
+        let dispatch = Dispatch::new(config.memory_budget, config.post_reserve, {
+            let sources = Arc::downgrade(&sources);
+            Reserved(Box::new(move || {
+                sources
+                    .upgrade()
+                    .map_or(0, |sources| sources.r1cs_bytes() + sources.held_bytes())
+            }))
         });
         let srs = Arc::new(SrsManager::new(
             Arc::clone(&sources),
@@ -89,8 +94,17 @@ impl Engine {
         ));
         {
             let srs = Arc::downgrade(&srs);
+            let sources = Arc::downgrade(&sources);
             dispatch.set_evict_idle(EvictIdle(Box::new(move |bytes| {
-                srs.upgrade().map_or(0, |srs| srs.evict_idle_for(bytes))
+                // What the sources keep idle (spare witness vectors) goes
+                // before parameters, which cost a reload.
+                let spares = sources
+                    .upgrade()
+                    .map_or(0, |sources| sources.release(Duration::ZERO));
+                match spares >= bytes {
+                    true => spares,
+                    false => spares + srs.upgrade().map_or(0, |srs| srs.evict_idle_for(bytes - spares)),
+                }
             })));
         }
         let shared = Arc::new(Shared {
@@ -465,7 +479,7 @@ impl Engine {
     /// The circuit's compiled R1CS goes too (it is recorded again on
     /// next use).
     pub fn evict_srs(&self, circuit_id: &str) -> (bool, u64) {
-        let r1cs = R1csCache::global().evict(circuit_id);
+        let r1cs = self.shared.sources.evict_r1cs(circuit_id);
         if r1cs > 0 {
             tracing::info!(circuit_id, bytes = r1cs, "compiled R1CS evicted");
             self.shared.dispatch.poke();
@@ -522,7 +536,7 @@ impl Engine {
             uptime: shared.started.elapsed(),
             memory_budget: total,
             memory_used: used,
-            compiled_r1cs: R1csCache::global().snapshot(),
+            compiled_r1cs: shared.sources.r1cs_snapshot(),
             queued_partitions: (waiting, shared.handoff.len()),
             sequential_slots: shared.slots.snapshot(),
         }
@@ -536,7 +550,8 @@ impl Engine {
         m.dispatch_queue.set(waiting as i64);
         m.prover_queue.set(shared.handoff.len() as i64);
         m.budget_used_bytes.set(used as i64);
-        m.r1cs_bytes.set(shared.dispatch.reserved() as i64);
+        m.r1cs_bytes.set(shared.sources.r1cs_bytes() as i64);
+        m.spare_witness_bytes.set(shared.sources.held_bytes() as i64);
         m.uptime_seconds.set(shared.started.elapsed().as_secs_f64());
         // The sources count on their own (monotonic): the counters catch up.
         for (source, event, count) in shared.sources.counters() {
@@ -653,7 +668,8 @@ fn janitor(shared: &Shared, stop: &mpsc::Receiver<()>) {
     let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
     while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(tick) {
         shared.srs.evict_idle(idle);
-        R1csCache::global().evict_idle(idle);
+        shared.sources.evict_idle_r1cs(idle);
+        shared.sources.release(idle);
         shared.dispatch.poke();
     }
 }

@@ -66,6 +66,7 @@ pub struct Metrics {
     pub(crate) budget_bytes: IntGauge,
     pub(crate) budget_used_bytes: IntGauge,
     pub(crate) r1cs_bytes: IntGauge,
+    pub(crate) spare_witness_bytes: IntGauge,
     pub(crate) unverified: IntCounter,
     pub(crate) dispatch_queue: IntGauge,
     pub(crate) prover_queue: IntGauge,
@@ -183,6 +184,10 @@ impl Metrics {
                 "compiled_r1cs_bytes",
                 "Host bytes of compiled R1CS held (counted by the memory budget)",
             ),
+            spare_witness_bytes: gauge(
+                "spare_witness_bytes",
+                "Host bytes of spare witness vectors the plan sources keep between partitions (counted by the memory budget)",
+            ),
             uptime_seconds: Gauge::new("uptime_seconds", "Seconds since the engine started").unwrap(),
             source_events: IntCounterVec::new(
                 Opts::new(
@@ -212,6 +217,7 @@ impl Metrics {
         r.register(Box::new(metrics.prover_queue.clone())).unwrap();
         r.register(Box::new(metrics.srs_resident_bytes.clone())).unwrap();
         r.register(Box::new(metrics.r1cs_bytes.clone())).unwrap();
+        r.register(Box::new(metrics.spare_witness_bytes.clone())).unwrap();
         r.register(Box::new(metrics.unverified.clone())).unwrap();
         r.register(Box::new(metrics.uptime_seconds.clone())).unwrap();
         r.register(Box::new(metrics.source_events.clone())).unwrap();

@@ -3,16 +3,50 @@
 //! its parameters are obtained.
 
 use crate::EngineError;
-use cuzk_core::{ParameterRecipe, PlanError, PlanSource, Prepared, ProofPlan, ProofRequest};
+use cuzk_core::{
+    CachedR1cs, ParameterRecipe, PlanError, PlanSource, Prepared, ProofPlan, ProofRequest, R1csCache,
+};
 use std::sync::Arc;
+use std::time::Duration;
 
-/// The engine's plan sources.
+/// The engine's plan sources, and the R1CS caches their plans keep their
+/// compiled R1CS in ([`PlanSource::r1cs_cache`]; sources may share one).
 #[derive(Debug)]
-pub(crate) struct PlanSources(Vec<Arc<dyn PlanSource>>);
+pub(crate) struct PlanSources(Vec<Arc<dyn PlanSource>>, Vec<Arc<R1csCache>>);
 
 impl PlanSources {
     pub(crate) fn new(sources: Vec<Arc<dyn PlanSource>>) -> Self {
-        Self(sources)
+        let mut caches: Vec<Arc<R1csCache>> = Vec::new();
+        for cache in sources.iter().filter_map(|source| source.r1cs_cache()) {
+            if !caches.iter().any(|known| Arc::ptr_eq(known, &cache)) {
+                caches.push(cache);
+            }
+        }
+        Self(sources, caches)
+    }
+
+    /// Host bytes of the compiled R1CS the sources' caches hold.
+    pub(crate) fn r1cs_bytes(&self) -> u64 {
+        self.1.iter().map(|cache| cache.memory_bytes()).sum()
+    }
+
+    /// Every compiled R1CS held, by circuit id.
+    pub(crate) fn r1cs_snapshot(&self) -> Vec<CachedR1cs> {
+        let mut all: Vec<CachedR1cs> = self.1.iter().flat_map(|cache| cache.snapshot()).collect();
+        all.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
+        all
+    }
+
+    /// Drops `circuit_id`'s compiled R1CS from every cache; the bytes freed.
+    pub(crate) fn evict_r1cs(&self, circuit_id: &str) -> u64 {
+        self.1.iter().map(|cache| cache.evict(circuit_id)).sum()
+    }
+
+    /// Drops every compiled R1CS unused for `idle`.
+    pub(crate) fn evict_idle_r1cs(&self, idle: Duration) {
+        for cache in &self.1 {
+            cache.evict_idle(idle);
+        }
     }
 
     /// Every source's event counts ([`PlanSource::counters`]), with its name.
@@ -27,6 +61,17 @@ impl PlanSources {
                     .map(move |(event, n)| (name, event, n))
             })
             .collect()
+    }
+
+    /// Host bytes the sources keep between partitions ([`PlanSource::held_bytes`]).
+    pub(crate) fn held_bytes(&self) -> u64 {
+        self.0.iter().map(|source| source.held_bytes()).sum()
+    }
+
+    /// Frees what the sources kept unused for `idle` ([`PlanSource::release`]);
+    /// the bytes freed.
+    pub(crate) fn release(&self, idle: Duration) -> u64 {
+        self.0.iter().map(|source| source.release(idle)).sum()
     }
 
     /// The plan of `request`, from the first source that claims it.

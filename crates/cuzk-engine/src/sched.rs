@@ -116,8 +116,17 @@ struct DispatchState {
     closed: bool,
 }
 
-/// Frees idle parameters for a partition that does not fit: given the
-/// bytes wanted, returns the bytes freed.
+/// What [`Dispatch`] asks for the bytes held outside the permits.
+pub(crate) struct Reserved(pub(crate) Box<dyn Fn() -> u64 + Send + Sync>);
+
+impl std::fmt::Debug for Reserved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reserved")
+    }
+}
+
+/// Frees what is idle (spare witness vectors, parameters) for a partition
+/// that does not fit: given the bytes wanted, returns the bytes freed.
 pub(crate) struct EvictIdle(pub(crate) Box<dyn Fn(u64) -> u64 + Send + Sync>);
 
 impl std::fmt::Debug for EvictIdle {
@@ -135,8 +144,9 @@ pub(crate) struct Dispatch {
     /// Bytes of `total` only PoSt partitions ([`URGENT`]) may be granted.
     post_reserve: u64,
     /// Bytes held outside the partitions' permits that the budget counts
-    /// too (the compiled R1CS of the circuits in use), asked at each grant.
-    reserved: fn() -> u64,
+    /// too (the compiled R1CS of the circuits in use, the plan sources'
+    /// spare witness vectors), asked at each grant.
+    reserved: Reserved,
     /// Set once the SRS manager exists (it holds this dispatcher).
     evict_idle: std::sync::OnceLock<EvictIdle>,
 }
@@ -178,7 +188,7 @@ impl Drop for Permit {
 }
 
 impl Dispatch {
-    pub(crate) fn new(total_bytes: u64, post_reserve: u64, reserved: fn() -> u64) -> Arc<Self> {
+    pub(crate) fn new(total_bytes: u64, post_reserve: u64, reserved: Reserved) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(DispatchState::default()),
             changed: Condvar::new(),
@@ -192,11 +202,6 @@ impl Dispatch {
     /// How idle parameters are freed for partitions (set once).
     pub(crate) fn set_evict_idle(&self, evict: EvictIdle) {
         let _ = self.evict_idle.set(evict);
-    }
-
-    /// Bytes the budget counts outside the permits now.
-    pub(crate) fn reserved(&self) -> u64 {
-        (self.reserved)()
     }
 
     pub(crate) fn push(&self, item: WorkItem) {
@@ -219,7 +224,7 @@ impl Dispatch {
             }
             if let Some(head) = Self::pop_ready(&mut state, lane) {
                 let bytes = head.job.partition_bytes;
-                let held = state.used + bytes + state.parameters + (self.reserved)();
+                let held = state.used + bytes + state.parameters + (self.reserved.0)();
                 let limit = match head.rank.0 >= URGENT {
                     true => self.total,
                     false => self.total - self.post_reserve,

@@ -86,6 +86,9 @@ impl PlanSource for SlowParameters {
             .parameters(circuit_id)
             .map(|r| r.map(|inner| Box::new(GatedRecipe { inner, gate }) as Box<dyn ParameterRecipe>))
     }
+    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
+        self.inner.r1cs_cache()
+    }
 }
 
 /// Regression (issue 12.2): status took every SRS entry's lock, which a
@@ -284,6 +287,9 @@ impl PlanSource for Underestimating {
     fn parameters(&self, id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
         self.0.parameters(id)
     }
+    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
+        self.0.r1cs_cache()
+    }
 }
 
 /// Issue 12.3: "a partition never exceeds its budgeted size". A partition
@@ -446,6 +452,9 @@ impl PlanSource for SlowFor {
         let gate = Arc::clone(&self.gate);
         Some(inner.map(|inner| Box::new(GatedRecipe { inner, gate }) as Box<dyn ParameterRecipe>))
     }
+    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
+        self.inner.r1cs_cache()
+    }
 }
 
 /// Regression (issue 34.2): a load ran on the synthesis worker that picked
@@ -520,4 +529,141 @@ fn a_job_cancelled_while_its_parameters_load_ends_and_frees_its_promise() {
     }
     let next = engine.submit(request(&spec(SIZE, 1, 2))).unwrap();
     assert_eq!(wait(&engine, &next.job_id).status, JobStatus::Completed);
+}
+
+/// A plan whose partition 0 waits at a gate before its synthesis (the
+/// CPU backend's partitions are synthesised in full).
+#[derive(Debug)]
+struct GatedFirst {
+    inner: Box<dyn ProofPlan>,
+    gate: Arc<Gate>,
+}
+
+impl ProofPlan for GatedFirst {
+    fn circuit_id(&self) -> String {
+        self.inner.circuit_id()
+    }
+    fn partitions(&self) -> usize {
+        self.inner.partitions()
+    }
+    fn partition_bytes(&self) -> u64 {
+        self.inner.partition_bytes()
+    }
+    fn synthesize(&self, index: usize) -> Result<cuzk_core::ProvingAssignment, PlanError> {
+        if index == 0 {
+            self.gate.pass();
+        }
+        self.inner.synthesize(index)
+    }
+    fn public_inputs(&self, index: usize) -> Vec<cuzk_core::Scalar> {
+        self.inner.public_inputs(index)
+    }
+}
+
+/// A source that keeps `held` bytes between partitions, as the Filecoin
+/// source keeps spare witness vectors, and records each release; its
+/// plans' partition 0 waits at `gate`.
+#[derive(Debug)]
+struct Keeping {
+    inner: Arc<dyn PlanSource>,
+    gate: Arc<Gate>,
+    held: std::sync::atomic::AtomicU64,
+    releases: Mutex<Vec<Duration>>,
+}
+
+impl PlanSource for Keeping {
+    fn name(&self) -> &'static str {
+        "keeping"
+    }
+    fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
+        let gate = Arc::clone(&self.gate);
+        self.inner
+            .plan(request)
+            .map(|plan| plan.map(|inner| Box::new(GatedFirst { inner, gate }) as Box<dyn ProofPlan>))
+    }
+    fn parameters(&self, id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
+        self.inner.parameters(id)
+    }
+    fn held_bytes(&self) -> u64 {
+        self.held.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    fn release(&self, idle: Duration) -> u64 {
+        self.releases.lock().unwrap().push(idle);
+        self.held.swap(0, std::sync::atomic::Ordering::SeqCst)
+    }
+    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
+        self.inner.r1cs_cache()
+    }
+}
+
+fn keeping(dir: &std::path::Path, held: u64) -> Arc<Keeping> {
+    Arc::new(Keeping {
+        inner: synthetic(dir),
+        gate: Arc::new(Gate::default()),
+        held: held.into(),
+        releases: Mutex::default(),
+    })
+}
+
+/// Issue 35: what a source keeps between partitions (spare witness
+/// vectors) is counted by the memory budget and exported, and a partition
+/// waiting for memory has it freed: with partition 0 held at its
+/// synthesis and the source keeping more than the budget, partition 1 is
+/// granted only once the source released everything.
+#[test]
+fn a_sources_spare_bytes_count_against_the_budget_and_give_way_to_a_waiting_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let held = 1u64 << 40;
+    let source = keeping(dir.path(), held);
+    let _release = OpenOnDrop(Arc::clone(&source.gate));
+    let config = EngineConfig {
+        memory_budget: 16 << 30,
+        partition_workers: 2,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(config, Vec::new(), vec![source.clone() as Arc<dyn PlanSource>]).unwrap();
+    assert!(
+        engine
+            .metrics_text()
+            .contains(&format!("cuzk_spare_witness_bytes {held}")),
+        "{}",
+        engine.metrics_text()
+    );
+    let job = engine.submit(request(&spec(SIZE, 2, 1))).unwrap();
+    source.gate.wait_for_arrival();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !source.releases.lock().unwrap().contains(&Duration::ZERO) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "partition 1 never asked the source to free its spares"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(source.held_bytes(), 0);
+    source.gate.open();
+    assert_eq!(wait(&engine, &job.job_id).status, JobStatus::Completed);
+    assert!(engine.metrics_text().contains("cuzk_spare_witness_bytes 0"));
+}
+
+/// Spares left idle past `srs_idle_evict` are freed by the engine's
+/// housekeeping, as idle parameters and R1CS are.
+#[test]
+fn a_sources_spare_bytes_are_released_when_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = keeping(dir.path(), 1 << 30);
+    let idle = Duration::from_millis(200);
+    let config = EngineConfig {
+        srs_idle_evict: Some(idle),
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(config, Vec::new(), vec![source.clone() as Arc<dyn PlanSource>]).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !source.releases.lock().unwrap().contains(&idle) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle spares were never released"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(engine);
 }

@@ -579,6 +579,9 @@ impl PlanSource for WithR1cs {
             r1cs: Some(Arc::clone(&self.r1cs)),
         }))
     }
+    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
+        self.inner.r1cs_cache()
+    }
 }
 
 /// Issue 36: a preloaded circuit's parameters and compiled R1CS go to

@@ -92,6 +92,9 @@ impl PlanSource for Source {
     fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
         self.inner.parameters(circuit_id)
     }
+    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
+        self.inner.r1cs_cache()
+    }
 }
 
 /// Proves one 6-partition job with 4 synthesis workers and `slots`

@@ -1,12 +1,12 @@
 //! PoSt on time under PoRep load (issue 36): the lanes kept for PoSt and
 //! the budget's PoSt reserve, with a device that holds PoRep partitions
 //! for as long as the test wants; and (issue 35.4) the budget counting
-//! what a witness kept as bits really holds. In a process of its own, and
-//! one test at a time ([`one_at_a_time`]): an engine's budget counts the
-//! compiled R1CS the whole process holds (the process-global R1CS cache),
-//! so another engine's circuit recorded or evicted in the middle of a test
-//! would change what its budget leaves. Every completed proof is checked
-//! again with bellperson's verifier.
+//! what a witness kept as bits really holds. Each test's engine counts
+//! the compiled R1CS of its own sources' cache only, so the tests run side
+//! by side (when the cache was the process's, another test's engine
+//! recording a circuit in the middle of a test shrank what this one's
+//! budget left: one run in ten waited out its PoSt). Every completed proof
+//! is checked again with bellperson's verifier.
 
 use cuzk_core::backend::{BackendKind, BackendStatus};
 use cuzk_core::{BackendError, CpuBackend, PendingProof, ProverBackend, ProverInput};
@@ -87,17 +87,6 @@ impl Drop for OpenOnDrop {
     }
 }
 
-/// Held for the whole of each test. Regression: run side by side, another
-/// test's engine recorded the shared circuit's R1CS while
-/// `the_post_reserve_keeps_memory_for_a_post_while_porep_fills_the_budget`
-/// waited, its budget then left less than the PoSt reserve, and the PoSt
-/// waited for memory the held PoRep partitions never gave back (one run in
-/// ten on two cores, 60 s timeout).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// A job's final result, or `Timeout` after a minute.
 fn wait(engine: &Engine, job: &str) -> cuzk_engine::JobResult {
     common::wait_within(engine, job, Duration::from_secs(60))
@@ -123,7 +112,6 @@ fn until(what: &str, done: impl Fn() -> bool) {
 /// not one PoRep partition has got past the device.
 #[test]
 fn a_post_is_proved_while_porep_partitions_hold_every_general_worker() {
-    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let device = Arc::new(Gated::default());
     let config = EngineConfig {
@@ -183,7 +171,6 @@ fn a_post_is_proved_while_porep_partitions_hold_every_general_worker() {
 /// their memory.
 #[test]
 fn the_post_reserve_keeps_memory_for_a_post_while_porep_fills_the_budget() {
-    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let device = Arc::new(Gated::default());
     let parameters = common::pregenerate(dir.path(), SIZE);
@@ -232,7 +219,6 @@ fn the_post_reserve_keeps_memory_for_a_post_while_porep_fills_the_budget() {
 /// to be handed off). Counting the estimate, five would still wait.
 #[test]
 fn witnesses_kept_as_bits_leave_their_estimate_to_the_next_partitions() {
-    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let device = Arc::new(Gated {
         takes_witness: true,
@@ -248,7 +234,10 @@ fn witnesses_kept_as_bits_leave_their_estimate_to_the_next_partitions() {
         plan.synthesize_witness(0).unwrap(),
         cuzk_core::PartitionData::Witness(_)
     ));
-    let r1cs = cuzk_core::R1csCache::global().memory_bytes();
+    let r1cs = source
+        .r1cs_cache()
+        .expect("the synthetic source's R1CS cache")
+        .memory_bytes();
     let config = EngineConfig {
         partition_workers: 4,
         workers_per_backend: 1,

@@ -78,6 +78,9 @@ impl PlanSource for Source {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         vec![("planned", self.planned.load(std::sync::atomic::Ordering::Relaxed))]
     }
+    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
+        self.inner.r1cs_cache()
+    }
 }
 
 fn run(dir: &std::path::Path, reason: Option<&str>, seed: u64) -> (Engine, cuzk_engine::JobResult) {

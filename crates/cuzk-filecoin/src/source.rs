@@ -7,10 +7,17 @@ use crate::plans::PlanOptions;
 use crate::trust::{Digests, Trust, TrustedFile};
 use cuzk_core::{
     ParameterFile, ParameterRecipe, PlanError, PlanSource, PointCheck, Prepared, ProofPlan, ProofRequest,
-    R1csCache,
+    R1csCache, SpareValues,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// The most host memory kept in spare witness vectors
+/// ([`PlanOptions::spare_values`]): room for two 32 GiB WindowPoSt
+/// partitions' wide values, the one witness mostly wide. The engine's
+/// budget counts what is kept ([`PlanSource::held_bytes`]).
+pub const SPARE_WITNESS_BYTES: u64 = 8 << 30;
 
 /// The plan source of the Filecoin proof types: the last, catch-all source
 /// (it claims every request, refusing those that are no Filecoin proof), and
@@ -31,7 +38,11 @@ impl FilecoinPlans {
         Self {
             param_dir,
             trust: Arc::new(Trust::new(Digests::published(), false)),
-            options: PlanOptions::default(),
+            options: PlanOptions {
+                r1cs_cache: Some(Arc::default()),
+                spare_values: Some(SpareValues::new(SPARE_WITNESS_BYTES)),
+                ..PlanOptions::default()
+            },
         }
     }
 
@@ -81,6 +92,18 @@ impl FilecoinPlans {
         Self {
             options: PlanOptions {
                 r1cs_store: Some(store),
+                ..self.options
+            },
+            ..self
+        }
+    }
+
+    /// Its plans' compiled R1CS kept in `r1cs` (made by the daemon's
+    /// setup, shared with its other sources) instead of a cache of its own.
+    pub fn with_r1cs_cache(self, r1cs: Arc<R1csCache>) -> Self {
+        Self {
+            options: PlanOptions {
+                r1cs_cache: Some(r1cs),
                 ..self.options
             },
             ..self
@@ -144,7 +167,26 @@ impl PlanSource for FilecoinPlans {
         ]
     }
 
-    /// The circuit's compiled R1CS read from its file into the process's
+    fn r1cs_cache(&self) -> Option<Arc<R1csCache>> {
+        self.options.r1cs_cache.clone()
+    }
+
+    /// The spare witness vectors ([`PlanOptions::spare_values`]).
+    fn held_bytes(&self) -> u64 {
+        self.options
+            .spare_values
+            .as_ref()
+            .map_or(0, |spares| spares.bytes())
+    }
+
+    fn release(&self, idle: Duration) -> u64 {
+        self.options
+            .spare_values
+            .as_ref()
+            .map_or(0, |spares| spares.release(idle))
+    }
+
+    /// The circuit's compiled R1CS read from its file into the source's
     /// cache ([`PlanOptions::r1cs_store`]), so the first request does not
     /// wait for it. Without a usable file the R1CS is recorded (by units)
     /// at the first request and its file written then: a preload readies it
@@ -158,8 +200,10 @@ impl PlanSource for FilecoinPlans {
                 r1cs: None,
             }));
         };
-        let loaded =
-            R1csCache::global().get_or_load(circuit_id, store, crate::plans::CIRCUIT_SHAPE, || Err(()));
+        let Some(cache) = &self.options.r1cs_cache else {
+            return None;
+        };
+        let loaded = cache.get_or_load(circuit_id, store, crate::plans::CIRCUIT_SHAPE, || Err(()));
         Some(Ok(match loaded {
             Ok(r1cs) => Prepared {
                 summary: format!(

@@ -877,14 +877,19 @@ pub trait CircuitWork {
     /// circuit of one unit alone (as the plan's parallel witness does);
     /// `native` writes the partition's witness without the circuit
     /// (`FilecoinProof::native_witness`, no self-check; `None` for proof
-    /// types without a writer).
+    /// types without a writer), its wide values in a vector of the spares
+    /// given when one fits.
     fn run<C: bellperson::Circuit<Fr> + Send>(
         self,
         circuit: &dyn Fn() -> Result<C>,
         units: Option<PartitionUnits<'_, C>>,
-        native: &dyn Fn() -> Option<Result<cuzk_core::Witness>>,
+        native: &NativeWriter<'_>,
     ) -> Result<Self::Out>;
 }
+
+/// A partition's native writer, for [`CircuitWork`].
+pub type NativeWriter<'a> =
+    dyn Fn(Option<&std::sync::Arc<cuzk_core::SpareValues>>) -> Option<Result<cuzk_core::Witness>> + 'a;
 
 /// A partition's independent units ([`FilecoinProof::unit_prefix`]), for
 /// [`CircuitWork`]: their namespace prefix, and the circuit of unit `i`
@@ -956,8 +961,8 @@ impl<W: CircuitWork> OnPlan<W> {
             prefix,
             circuit: &unit_circuit,
         });
-        self.work.run(&|| plan.circuit(partition), units, &|| {
-            plan.proof().native_witness(partition)
+        self.work.run(&|| plan.circuit(partition), units, &|spares| {
+            plan.proof().native_witness(partition, spares)
         })
     }
 }

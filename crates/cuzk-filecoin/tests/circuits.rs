@@ -9,24 +9,13 @@ use cuzk_core::{
     finish, proof_to_bytes, prove_start, PlanSource, ProofKind, ProofRequest, ProvingParameters, Randomness,
     Scalar, SectorFields,
 };
-use cuzk_filecoin::fixtures::{self, FixtureManifest};
+use cuzk_filecoin::fixtures;
 use cuzk_filecoin::FilecoinPlans;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
-fn param_dir() -> PathBuf {
-    cuzk_filecoin::settings::init_once(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params"))
-}
-
-fn fixture() -> &'static (tempfile::TempDir, FixtureManifest) {
-    static FIXTURE: OnceLock<(tempfile::TempDir, FixtureManifest)> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        param_dir();
-        let dir = tempfile::tempdir().unwrap();
-        let manifest = fixtures::write_fixtures(2048, dir.path(), 3).unwrap();
-        (dir, manifest)
-    })
-}
+mod common;
+use common::{fixture, param_dir};
 
 /// The parameters of (`kind`, `number`), generated once (serialised), and
 /// read as the engine reads them: through `FilecoinPlans`' recipe for

@@ -29,7 +29,6 @@ use fuzz_json::{mutate_json, JsonSeed};
 use fuzzing::{mutate_bytes, Rng, Verdict};
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use storage_proofs_update::PartitionProof;
 
@@ -52,9 +51,8 @@ struct Seeds {
     snap_json: Vec<JsonSeed>,
 }
 
-fn param_dir() -> PathBuf {
-    cuzk_filecoin::settings::init_once(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params"))
-}
+mod common;
+use common::param_dir;
 
 fn to_json<T: DeserializeOwned + Serialize>(bytes: &[u8]) -> JsonSeed {
     let proof: T = bincode::deserialize(bytes).expect("a fixture's vanilla proof");

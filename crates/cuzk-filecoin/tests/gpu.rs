@@ -13,25 +13,13 @@ use cuzk_core::{
     CpuBackend, PartitionData, PlanSource, ProofKind, ProofRequest, ProverInput, ProvingParameters,
     Randomness, Scalar, SectorFields,
 };
-use cuzk_filecoin::fixtures::{self, FixtureManifest};
+use cuzk_filecoin::fixtures;
 use cuzk_filecoin::FilecoinPlans;
 use cuzk_sys::gpu::GpuR1cs;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
-fn param_dir() -> PathBuf {
-    cuzk_filecoin::settings::init_once(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params"))
-}
-
-fn fixture() -> &'static (tempfile::TempDir, FixtureManifest) {
-    static FIXTURE: OnceLock<(tempfile::TempDir, FixtureManifest)> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        param_dir();
-        let dir = tempfile::tempdir().unwrap();
-        let manifest = fixtures::write_fixtures(2048, dir.path(), 3).unwrap();
-        (dir, manifest)
-    })
-}
+mod common;
+use common::{fixture, param_dir};
 
 /// The parameters of (`kind`, `number`), generated once, read through the
 /// Filecoin source's recipe for `circuit_id` (as the engine reads them).

@@ -17,14 +17,12 @@
 
 use cuzk_core::PlanError;
 use cuzk_core::ProofRequest;
-use cuzk_filecoin::fixtures::{self, FixtureManifest};
+use cuzk_filecoin::fixtures;
 use cuzk_filecoin::validate::PANIC_MARK;
 use filecoin_proofs::{FallbackPoStSectorProof, SectorShape2KiB};
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::{json, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
-use std::sync::OnceLock;
 use storage_proofs_update::PartitionProof;
 
 type Tree = SectorShape2KiB;
@@ -36,36 +34,22 @@ const MODULUS: [u8; 32] = [
     0xd8, 0xa1, 0x09, 0x08, 0xd8, 0x39, 0x33, 0x48, 0x7d, 0x9d, 0x29, 0x53, 0xa7, 0xed, 0x73,
 ];
 
-struct Fixture {
-    dir: tempfile::TempDir,
-    manifest: FixtureManifest,
-}
-
-fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let params = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params");
-        std::fs::create_dir_all(&params).unwrap();
-        cuzk_filecoin::settings::init_with(Some(&params), &params);
-        let dir = tempfile::tempdir().unwrap();
-        let manifest = fixtures::write_fixtures(2048, dir.path(), 3).unwrap();
-        Fixture { dir, manifest }
-    })
-}
+mod common;
+use common::fixture;
 
 fn request_file(name: &str) -> ProofRequest {
-    fixtures::load_request_file(fixture().dir.path().join(name))
+    fixtures::load_request_file(fixture().0.path().join(name))
         .unwrap()
         .proof_request()
         .unwrap()
 }
 
 fn c1_json() -> Value {
-    serde_json::from_slice(&std::fs::read(fixture().dir.path().join(fixtures::C1_FILE)).unwrap()).unwrap()
+    serde_json::from_slice(&std::fs::read(fixture().0.path().join(fixtures::C1_FILE)).unwrap()).unwrap()
 }
 
 fn porep_request(c1: &Value) -> ProofRequest {
-    let m = &fixture().manifest;
+    let m = &fixture().1;
     cuzk_filecoin::request::porep_request(serde_json::to_vec(c1).unwrap(), m.miner_id, m.sector_number)
         .unwrap()
 }
@@ -180,7 +164,7 @@ fn non_canonical_request_fields_are_invalid_arguments() {
     // The same in the C1 envelope.
     let mut c1 = c1_json();
     c1["comm_r"] = ff();
-    let m = &fixture().manifest;
+    let m = &fixture().1;
     let envelope = serde_json::to_vec(&json!({
         "SectorNum": m.sector_number,
         "Phase1Out": base64::Engine::encode(

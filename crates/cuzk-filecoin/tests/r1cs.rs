@@ -9,29 +9,19 @@ use cuzk_core::{
     synthesize, CompiledR1cs, ProofKind, ProofPlan, ProofRequest, ProvingAssignment, Scalar, SectorFields,
     SizeHint,
 };
-use cuzk_filecoin::fixtures::{self, FixtureManifest};
+use cuzk_filecoin::fixtures;
 use cuzk_filecoin::plans::PorepPlan;
 use cuzk_filecoin::request::PorepInput;
 use filecoin_proofs::SectorShape2KiB;
 use std::cell::Cell;
-use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 /// Constraints of the PoRep 2 KiB partition, with the per-input ones (as
 /// pinned in tests/circuits.rs).
 const POREP_2KIB_CONSTRAINTS: usize = 2_687_921 + 40;
 
-fn fixture() -> &'static (tempfile::TempDir, FixtureManifest) {
-    static FIXTURE: OnceLock<(tempfile::TempDir, FixtureManifest)> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let params = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params");
-        std::fs::create_dir_all(&params).unwrap();
-        cuzk_filecoin::settings::init_with(Some(&params), &params);
-        let dir = tempfile::tempdir().unwrap();
-        let manifest = fixtures::write_fixtures(2048, dir.path(), 3).unwrap();
-        (dir, manifest)
-    })
-}
+mod common;
+use common::fixture;
 
 fn porep_request() -> ProofRequest {
     let (dir, manifest) = fixture();
@@ -141,8 +131,8 @@ fn porep_changed_witness_breaks_some_constraint() {
     );
 }
 
-/// The plans record a circuit id once per process and hand the same
-/// compiled R1CS to every later partition.
+/// A cache records a circuit id once and hands the same compiled R1CS to
+/// every later partition.
 #[test]
 fn plans_cache_the_compiled_r1cs_per_circuit_id() {
     let plan = porep_plan();
@@ -152,14 +142,11 @@ fn plans_cache_the_compiled_r1cs_per_circuit_id() {
         recordings.set(recordings.get() + 1);
         plan.circuit(0)
     };
-    let first = cuzk_filecoin::plans::compiled_r1cs(&id, circuit).unwrap();
-    let again = cuzk_filecoin::plans::compiled_r1cs(&id, circuit).unwrap();
+    let cache = cuzk_core::R1csCache::default();
+    let first = cuzk_filecoin::plans::compiled_r1cs(&cache, &id, circuit).unwrap();
+    let again = cuzk_filecoin::plans::compiled_r1cs(&cache, &id, circuit).unwrap();
     assert!(Arc::ptr_eq(&first, &again));
-    assert_eq!(
-        recordings.get(),
-        1,
-        "no other test of this binary records through the plans"
-    );
+    assert_eq!(recordings.get(), 1);
     assert_eq!(first.num_constraints(), POREP_2KIB_CONSTRAINTS);
 
     // The plan's own synthesis goes through it and matches.

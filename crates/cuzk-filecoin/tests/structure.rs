@@ -15,7 +15,7 @@
 //!   proofs hold are still verified.
 
 use cuzk_core::{finish, prove_start, PlanError, PlanSource, ProofPlan, ProofRequest, Randomness, Scalar};
-use cuzk_filecoin::fixtures::{self, FixtureManifest};
+use cuzk_filecoin::fixtures;
 use cuzk_filecoin::structure::{
     self, count_constraints, with_partition_circuit, CircuitWork, ConstraintCounts, PartitionUnits,
     StructureInput, StructureSpec,
@@ -27,25 +27,17 @@ use filecoin_proofs::{
     SectorShape32GiB, TreeRHasher,
 };
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::drgraph::Graph;
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 use storage_proofs_update::PartitionProof;
 
-const ALLOW: PlanOptions = PlanOptions {
-    allow_unverifiable: true,
-    gadget_witness: false,
-    sequential_witness: false,
-    without_compiled_r1cs: false,
-    r1cs_store: None,
-};
+const ALLOW: PlanOptions = PlanOptions::UNVERIFIABLE_ALLOWED;
 
-fn param_dir() -> PathBuf {
-    cuzk_filecoin::settings::init_once(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params"))
-}
+mod common;
+use common::{fixture as sealed, param_dir};
 
 fn generate(name: &str) -> StructureInput {
     param_dir();
@@ -54,17 +46,6 @@ fn generate(name: &str) -> StructureInput {
 
 fn request(name: &str) -> ProofRequest {
     generate(name).proof_request().unwrap()
-}
-
-/// A sealed 2 KiB sector's inputs (vanilla proofs that hold).
-fn sealed() -> &'static (tempfile::TempDir, FixtureManifest) {
-    static FIXTURE: OnceLock<(tempfile::TempDir, FixtureManifest)> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        param_dir();
-        let dir = tempfile::tempdir().unwrap();
-        let manifest = fixtures::write_fixtures(2048, dir.path(), 3).unwrap();
-        (dir, manifest)
-    })
 }
 
 // ---------------------------------------------------------------- counts
@@ -77,7 +58,7 @@ impl CircuitWork for Count {
         self,
         circuit: &dyn Fn() -> Result<C, PlanError>,
         _: Option<PartitionUnits<'_, C>>,
-        _: &dyn Fn() -> Option<Result<cuzk_core::Witness, PlanError>>,
+        _: &cuzk_filecoin::structure::NativeWriter<'_>,
     ) -> Result<ConstraintCounts, PlanError> {
         count_constraints(circuit()?)
     }
@@ -127,7 +108,7 @@ fn counts_agree_with_the_compiled_r1cs() {
             self,
             circuit: &dyn Fn() -> Result<C, PlanError>,
             _: Option<PartitionUnits<'_, C>>,
-            _: &dyn Fn() -> Option<Result<cuzk_core::Witness, PlanError>>,
+            _: &cuzk_filecoin::structure::NativeWriter<'_>,
         ) -> Result<Self::Out, PlanError> {
             let r1cs = cuzk_core::CompiledR1cs::record(circuit()?)
                 .map_err(|e| PlanError::Synthesis(e.to_string()))?;

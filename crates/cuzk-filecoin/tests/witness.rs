@@ -8,9 +8,7 @@
 //! 8 MiB in CI, 32 GiB with `--ignored`.
 
 use cuzk_core::{CompiledR1cs, PartitionData, ProofPlan, R1csError};
-use cuzk_filecoin::plans::{
-    compiled_r1cs, FilecoinPlan, FilecoinProof, PorepPlan, PostPlan, SnapPlan, CIRCUIT_SHAPE,
-};
+use cuzk_filecoin::plans::{FilecoinPlan, FilecoinProof, PorepPlan, PostPlan, SnapPlan, CIRCUIT_SHAPE};
 use cuzk_filecoin::request::{PorepInput, PostInput, SnapInput};
 use cuzk_filecoin::structure::{self, StructureSpec};
 use cuzk_filecoin::PlanOptions;
@@ -20,13 +18,7 @@ use filecoin_proofs::{
 use std::path::Path;
 use std::time::Instant;
 
-const ALLOW: PlanOptions = PlanOptions {
-    allow_unverifiable: true,
-    gadget_witness: false,
-    sequential_witness: false,
-    without_compiled_r1cs: false,
-    r1cs_store: None,
-};
+const ALLOW: PlanOptions = PlanOptions::UNVERIFIABLE_ALLOWED;
 
 fn request(name: &str) -> cuzk_core::ProofRequest {
     request_with_seed(name, StructureSpec::DEFAULT_SEED)
@@ -59,9 +51,9 @@ fn check_post<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str)
 }
 
 fn check_plan<P: FilecoinProof>(name: &str, plan: &FilecoinPlan<P>, prefix: &str, partitions: &[usize]) {
-    // Recorded into the process's cache, where the plan's own synthesis
-    // below finds it (one copy: 7 GiB at 32 GiB).
-    let r1cs = compiled_r1cs(&ProofPlan::circuit_id(plan), || plan.circuit(0)).unwrap();
+    // Recorded into the plan's cache, where its own synthesis below finds
+    // it (one copy: 7 GiB at 32 GiB).
+    let r1cs = plan.compiled_r1cs(0).unwrap();
     let layout = r1cs.units(prefix).expect("the partition's units");
     assert!(layout.len() > 1, "{name}: {} challenges", layout.len());
     for &k in partitions {
@@ -133,7 +125,11 @@ fn check_post_native_seed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
     let gadgets = r1cs.witness(plan.circuit(0).unwrap()).unwrap();
     let gadget_time = started.elapsed();
     let started = Instant::now();
-    let native = plan.proof().native_witness(0).expect("a native writer").unwrap();
+    let native = plan
+        .proof()
+        .native_witness(0, None)
+        .expect("a native writer")
+        .unwrap();
     eprintln!(
         "{name}: {} aux, gadgets {:.2} s, native {:.3} s",
         native.aux.len(),
@@ -184,7 +180,7 @@ fn check_porep_native_request<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHash
     let started = Instant::now();
     let native = plan
         .proof()
-        .native_witness(partition)
+        .native_witness(partition, None)
         .expect("a native writer")
         .unwrap();
     eprintln!(
@@ -230,7 +226,11 @@ fn check_snap_native_request<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHashe
         let gadgets = r1cs.witness(plan.circuit(k).unwrap()).unwrap();
         let gadget_time = started.elapsed();
         let started = Instant::now();
-        let native = plan.proof().native_witness(k).expect("a native writer").unwrap();
+        let native = plan
+            .proof()
+            .native_witness(k, None)
+            .expect("a native writer")
+            .unwrap();
         eprintln!(
             "{name} partition {k}: {} aux, gadgets {:.2} s (one thread), native {:.3} s",
             native.aux.len(),
@@ -313,6 +313,57 @@ fn native_winning_post_512mib_witness_equals_the_gadgets() {
 #[test]
 fn native_window_post_2kib_witness_equals_the_gadgets() {
     check_post_native::<SectorShape2KiB>("window-post-2k");
+}
+
+/// Issue 35: a witness written over a spare vector (a dropped witness's
+/// wide values, another seed's) equals the gadgets': no value of the
+/// earlier witness survives into it. WindowPoSt 8 MiB (sectors laid out
+/// in place) and PoRep 2 KiB.
+#[test]
+fn native_witness_over_a_spare_vector_equals_the_gadgets() {
+    use cuzk_core::SpareValues;
+    let spares = SpareValues::with_smallest(1 << 30, 1);
+    let post = |seed| {
+        PostPlan::<SectorShape8MiB>::new(
+            PostInput::parse(&request_with_seed("window-post-8m", seed)).unwrap(),
+            &ALLOW,
+        )
+        .unwrap()
+    };
+    let (first, second) = (post(1), post(2));
+    drop(first.proof().native_witness(0, Some(&spares)).unwrap().unwrap());
+    let kept = spares.bytes();
+    assert!(kept > 0, "the first witness's wide values were not kept");
+    let over = second.proof().native_witness(0, Some(&spares)).unwrap().unwrap();
+    assert_eq!(spares.bytes(), 0, "the spare was not reused");
+    let gadgets = second
+        .compiled_r1cs(0)
+        .unwrap()
+        .witness(second.circuit(0).unwrap())
+        .unwrap();
+    assert_same_witness("window-post-8m seed 2 over seed 1", &over, &gadgets);
+    drop(over);
+    assert_eq!(spares.bytes(), kept);
+    spares.release(std::time::Duration::ZERO);
+
+    let porep = |seed| {
+        PorepPlan::<SectorShape2KiB>::new(
+            PorepInput::parse(&request_with_seed("porep-2k", seed)).unwrap(),
+            &ALLOW,
+        )
+        .unwrap()
+    };
+    let (first, second) = (porep(1), porep(2));
+    drop(first.proof().native_witness(0, Some(&spares)).unwrap().unwrap());
+    assert!(spares.bytes() > 0);
+    let over = second.proof().native_witness(0, Some(&spares)).unwrap().unwrap();
+    assert_eq!(spares.bytes(), 0, "the spare was not reused");
+    let gadgets = second
+        .compiled_r1cs(0)
+        .unwrap()
+        .witness(second.circuit(0).unwrap())
+        .unwrap();
+    assert_same_witness("porep-2k seed 2 over seed 1", &over, &gadgets);
 }
 
 #[test]
@@ -476,14 +527,14 @@ fn r1cs_of_window_post_8mib_recorded_by_units_equals_the_sequential_recording() 
 /// request, and records nothing.
 #[test]
 fn r1cs_file_is_read_at_preload() {
-    use cuzk_core::{PlanSource, R1csCache, R1csStore};
+    use cuzk_core::{PlanSource, R1csStore};
     let request = request("winning-post-2k");
     let plan = PostPlan::<SectorShape2KiB>::new(PostInput::parse(&request).unwrap(), &ALLOW).unwrap();
     let id = ProofPlan::circuit_id(&plan);
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let store = std::sync::Arc::new(R1csStore::in_dir(dir.path()));
     let source = cuzk_filecoin::FilecoinPlans::new(dir.path().to_path_buf()).with_r1cs_store(store.clone());
-    R1csCache::global().evict(&id);
+    let cache = source.r1cs_cache().expect("the source's R1CS cache");
     let said = source.prepare(&id).unwrap().unwrap();
     assert!(
         said.summary.contains("no usable compiled R1CS file"),
@@ -491,15 +542,15 @@ fn r1cs_file_is_read_at_preload() {
         said.summary
     );
     assert!(said.r1cs.is_none());
-    assert!(R1csCache::global().snapshot().iter().all(|e| e.circuit_id != id));
+    assert!(cache.snapshot().iter().all(|e| e.circuit_id != id));
     let recorded = plan.record_r1cs(0).unwrap();
     assert!(store.save(&id, CIRCUIT_SHAPE, &recorded));
     let said = source.prepare(&id).unwrap().unwrap();
     assert!(said.summary.contains("compiled R1CS ready"), "{}", said.summary);
     // Handed on for the backends to take to the device with the parameters.
     assert!(said.r1cs.as_deref() == Some(&recorded));
-    assert!(R1csCache::global().snapshot().iter().any(|e| e.circuit_id == id));
-    let held = R1csCache::global()
+    assert!(cache.snapshot().iter().any(|e| e.circuit_id == id));
+    let held = cache
         .get_or_record(&id, || -> Result<_, R1csError> {
             panic!("recorded although preloaded")
         })
@@ -539,7 +590,11 @@ impl FilecoinProof for PanickingWriter {
     fn unit_circuit(&self, index: usize, unit: usize) -> Result<Self::Circuit, cuzk_core::PlanError> {
         self.0.proof().unit_circuit(index, unit)
     }
-    fn native_witness(&self, _index: usize) -> Option<Result<cuzk_core::Witness, cuzk_core::PlanError>> {
+    fn native_witness(
+        &self,
+        _index: usize,
+        _: Option<&std::sync::Arc<cuzk_core::SpareValues>>,
+    ) -> Option<Result<cuzk_core::Witness, cuzk_core::PlanError>> {
         panic!("a native writer that did not foresee its input")
     }
     fn public_inputs(&self, index: usize) -> Vec<cuzk_core::Scalar> {
@@ -559,7 +614,7 @@ impl FilecoinProof for PanickingWriter {
 fn native_writer_that_panics_falls_back_to_the_gadgets() {
     let request = request("porep-2k");
     let real = PorepPlan::<SectorShape2KiB>::new(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap();
-    let r1cs = compiled_r1cs(&ProofPlan::circuit_id(&real), || real.circuit(0)).unwrap();
+    let r1cs = real.compiled_r1cs(0).unwrap();
     let gadgets = r1cs.witness(real.circuit(0).unwrap()).unwrap();
     let plan = FilecoinPlan::from_proof(PanickingWriter(real));
     let fallbacks = cuzk_filecoin::plans::native_fallbacks();

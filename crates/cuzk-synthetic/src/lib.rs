@@ -18,7 +18,8 @@ pub use spec::{
     SyntheticSpec, WitnessSource, MAX_SYNTHETIC_CONSTRAINTS, MAX_SYNTHETIC_INPUTS, MAX_SYNTHETIC_PARTITIONS,
 };
 
-use cuzk_core::{ParameterCache, ParameterRecipe, PlanError, PlanSource, ProofPlan, ProofRequest};
+use cuzk_core::{ParameterCache, ParameterRecipe, PlanError, PlanSource, ProofPlan, ProofRequest, R1csCache};
+use std::sync::Arc;
 
 /// `registered_proof` value reserved for cuzk's synthetic circuit. It lies
 /// far outside the Go ABI's RegisteredSealProof / RegisteredPoStProof values.
@@ -29,12 +30,22 @@ pub const SYNTHETIC_REGISTERED_PROOF: u64 = 9000;
 #[derive(Debug)]
 pub struct SyntheticPlans {
     cache: ParameterCache,
+    r1cs: Arc<R1csCache>,
 }
 
 impl SyntheticPlans {
-    /// A source whose parameters live in `cache`.
+    /// A source whose parameters live in `cache`, its plans' compiled R1CS
+    /// in a cache of its own.
     pub fn new(cache: ParameterCache) -> Self {
-        Self { cache }
+        Self {
+            cache,
+            r1cs: Arc::default(),
+        }
+    }
+
+    /// Its plans' compiled R1CS kept in `r1cs` (shared with other sources).
+    pub fn with_r1cs_cache(self, r1cs: Arc<R1csCache>) -> Self {
+        Self { r1cs, ..self }
     }
 }
 
@@ -44,10 +55,14 @@ impl PlanSource for SyntheticPlans {
     }
 
     fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
-        (request.registered_proof == SYNTHETIC_REGISTERED_PROOF).then(|| plans::plan_for(request))
+        (request.registered_proof == SYNTHETIC_REGISTERED_PROOF).then(|| plans::plan_for(request, &self.r1cs))
     }
 
     fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
         parameters::recipe(&self.cache, circuit_id)
+    }
+
+    fn r1cs_cache(&self) -> Option<Arc<R1csCache>> {
+        Some(Arc::clone(&self.r1cs))
     }
 }

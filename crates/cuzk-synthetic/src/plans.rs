@@ -12,12 +12,19 @@ use rand::SeedableRng;
 use std::sync::{Arc, OnceLock};
 
 /// The plan of a synthetic request (registered proof
-/// [`crate::SYNTHETIC_REGISTERED_PROOF`]).
-pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, PlanError> {
+/// [`crate::SYNTHETIC_REGISTERED_PROOF`]), its compiled R1CS kept in `r1cs`.
+pub fn plan_for(request: &ProofRequest, r1cs: &Arc<R1csCache>) -> Result<Box<dyn ProofPlan>, PlanError> {
     let spec = SyntheticSpec::from_vanilla_proof(&request.vanilla_proof)?;
+    let r1cs = Arc::clone(r1cs);
     Ok(match spec.witness {
-        WitnessSource::Circuit => Box::new(SyntheticPlan::new(spec)?),
-        WitnessSource::Shaped => Box::new(ShapedPlan::new(spec)?),
+        WitnessSource::Circuit => Box::new(SyntheticPlan {
+            r1cs,
+            ..SyntheticPlan::new(spec)?
+        }),
+        WitnessSource::Shaped => Box::new(ShapedPlan {
+            r1cs,
+            ..ShapedPlan::new(spec)?
+        }),
     })
 }
 
@@ -25,20 +32,26 @@ pub fn plan_for(request: &ProofRequest) -> Result<Box<dyn ProofPlan>, PlanError>
 #[derive(Debug)]
 pub struct SyntheticPlan {
     spec: SyntheticSpec,
+    /// Where the circuit's compiled R1CS is kept.
+    r1cs: Arc<R1csCache>,
 }
 
 impl SyntheticPlan {
-    /// Checks `spec`'s bounds.
+    /// Checks `spec`'s bounds. The plan keeps its compiled R1CS in a cache
+    /// of its own (a source's plans share the source's, [`plan_for`]).
     pub fn new(spec: SyntheticSpec) -> Result<Self, PlanError> {
         spec.check()?;
-        Ok(Self { spec })
+        Ok(Self {
+            spec,
+            r1cs: Arc::default(),
+        })
     }
 
     /// The circuit's compiled R1CS (every partition of a circuit id has the
-    /// same constraint system), recorded on first use in this process.
+    /// same constraint system), recorded on first use.
     fn compiled_r1cs(&self) -> Result<Arc<CompiledR1cs>, PlanError> {
         let circuit = self.circuit(0);
-        R1csCache::global().get_or_record(&circuit.circuit_id(), || {
+        self.r1cs.get_or_record(&circuit.circuit_id(), || {
             CompiledR1cs::record(circuit).map_err(|e| PlanError::Synthesis(e.to_string()))
         })
     }
@@ -121,15 +134,20 @@ pub struct ShapedPlan {
     /// Densities: drawn once (about a second at full size), shared by all
     /// partitions.
     circuit: OnceLock<ShapedCircuit>,
+    /// Where the circuit's compiled R1CS is kept.
+    r1cs: Arc<R1csCache>,
 }
 
 impl ShapedPlan {
-    /// Checks `spec`'s bounds (those of synthetic requests).
+    /// Checks `spec`'s bounds (those of synthetic requests). The plan
+    /// keeps its compiled R1CS in a cache of its own (a source's plans
+    /// share the source's, [`plan_for`]).
     pub fn new(spec: SyntheticSpec) -> Result<Self, PlanError> {
         spec.check()?;
         Ok(Self {
             spec,
             circuit: OnceLock::new(),
+            r1cs: Arc::default(),
         })
     }
 
@@ -139,9 +157,9 @@ impl ShapedPlan {
     }
 
     /// The constraints of every partition of its circuit id, generated on
-    /// first use in this process (a few seconds at 2^27 constraints).
+    /// first use (a few seconds at 2^27 constraints).
     fn compiled_r1cs(&self) -> Result<Arc<CompiledR1cs>, PlanError> {
-        R1csCache::global().get_or_record(&self.circuit_id(), || {
+        self.r1cs.get_or_record(&self.circuit_id(), || {
             self.circuit()
                 .compiled_r1cs()
                 .map_err(|e| PlanError::Synthesis(e.to_string()))

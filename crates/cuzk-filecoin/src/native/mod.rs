@@ -21,8 +21,9 @@ pub mod snap;
 
 pub use bits::{Aux, Bit, Word};
 
-use cuzk_core::{PackedScalars, Scalar};
+use cuzk_core::{PackedScalars, Scalar, SpareValues};
 use ff::Field;
+use std::sync::Arc;
 
 /// A circuit's variables as it allocates them: the public inputs (the
 /// constant one first) and the aux variables, the bits among them kept
@@ -75,11 +76,13 @@ impl Aux for Assignment {
 /// Units with as many wide values as unit 0 (all of them, but for a value
 /// that happens to be 0 or 1) are written into a scratch vector each
 /// thread reuses and copied straight into the partition's vector
-/// ([`PackedScalars::from_pieces`]); otherwise each is written into a
-/// vector of its own and the vectors joined.
+/// ([`PackedScalars::from_pieces`], in a vector of `spares` when one
+/// fits); otherwise each is written into a vector of its own and the
+/// vectors joined.
 pub fn lay_out<T: Sync>(
     prologue: Assignment,
     units: &[T],
+    spares: Option<&Arc<SpareValues>>,
     write: impl Fn(&mut Assignment, &T) + Sync,
 ) -> Result<cuzk_core::Witness, String> {
     use rayon::prelude::*;
@@ -104,8 +107,9 @@ pub fn lay_out<T: Sync>(
         rest.inputs
     };
     let head = PackedScalars::concat([&aux, &unit.aux]);
-    let in_place =
-        cuzk_core::cores::parallel(|| PackedScalars::from_pieces(&head, units.len() - 1, shape, write_into));
+    let in_place = cuzk_core::cores::parallel(|| {
+        PackedScalars::from_pieces(&head, units.len() - 1, shape, spares, write_into)
+    });
     if let Some((aux, rest_inputs)) = in_place {
         inputs.extend_from_slice(&unit.inputs[1..]);
         for rest in rest_inputs {

@@ -26,7 +26,7 @@ use crate::ShapeDispatch;
 use cuzk_core::{
     synthesize, Bls12, CompiledR1cs, PartitionData, PartitionWitness, PlanError, Proof, ProofKind, ProofPlan,
     ProofRequest, ProvingAssignment, ProvingParameters, R1csCache, R1csError, R1csStore, Scalar, SizeHint,
-    Witness,
+    SpareValues, Witness,
 };
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{MerkleTreeTrait, TreeRHasher};
@@ -80,8 +80,13 @@ pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
     }
     /// Partition `index`'s variables written natively ([`crate::native`]),
     /// without the gadget code; `None` (the default) for proof types
-    /// without a native writer, whose witness comes from the circuit.
-    fn native_witness(&self, _index: usize) -> Option<Result<Witness, PlanError>> {
+    /// without a native writer, whose witness comes from the circuit. Its
+    /// wide values go into a vector of `spares` when one fits.
+    fn native_witness(
+        &self,
+        _index: usize,
+        _spares: Option<&Arc<SpareValues>>,
+    ) -> Option<Result<Witness, PlanError>> {
         None
     }
     /// Partition `index`'s public inputs (`CompoundProof::generate_public_inputs`).
@@ -121,6 +126,20 @@ pub struct PlanOptions {
     /// circuit's first use instead of recording it, written after a
     /// recording); `None`: recorded in memory at every start.
     pub r1cs_store: Option<Arc<R1csStore>>,
+    /// Where the circuits' compiled R1CS are kept in memory, shared by the
+    /// plans made with these options (the source's, which the engine
+    /// counts and evicts); `None`: each plan keeps its own.
+    pub r1cs_cache: Option<Arc<R1csCache>>,
+    /// Where native witnesses' wide values are kept between partitions
+    /// ([`SpareValues`]); `None`: each witness allocates its own.
+    pub spare_values: Option<Arc<SpareValues>>,
+}
+
+/// Whether `Tree`'s replica trees are hashed with Poseidon (all of
+/// Filecoin's), the hash the native writers follow.
+pub(crate) fn hashed_with_poseidon<Tree: MerkleTreeTrait>() -> bool {
+    std::any::TypeId::of::<Tree::Hasher>()
+        == std::any::TypeId::of::<filecoin_hashers::poseidon::PoseidonHasher>()
 }
 
 /// What shapes the Filecoin circuits, for their compiled R1CS files: the
@@ -129,6 +148,20 @@ pub struct PlanOptions {
 pub const CIRCUIT_SHAPE: &str = env!("CUZK_CIRCUIT_SHAPE");
 
 impl PlanOptions {
+    /// The benchmark options (benchmarks and tests on real-structure
+    /// inputs): unverifiable requests planned
+    /// ([`allow_unverifiable`](Self::allow_unverifiable)), everything else
+    /// as by default, each plan with an R1CS cache of its own.
+    pub const UNVERIFIABLE_ALLOWED: PlanOptions = PlanOptions {
+        allow_unverifiable: true,
+        gadget_witness: false,
+        sequential_witness: false,
+        without_compiled_r1cs: false,
+        r1cs_store: None,
+        r1cs_cache: None,
+        spare_values: None,
+    };
+
     /// These options with the comparison switches a process's environment
     /// sets (`CUZK_NATIVE_WITNESS`, `CUZK_PARALLEL_WITNESS`, `CUZK_R1CS`:
     /// `off`, `0` or `false` turn a step back): read by the binaries once,
@@ -166,6 +199,10 @@ pub struct FilecoinPlan<P> {
     compiled_r1cs: bool,
     /// See [`PlanOptions::r1cs_store`].
     r1cs_store: Option<Arc<R1csStore>>,
+    /// See [`PlanOptions::r1cs_cache`].
+    r1cs_cache: Arc<R1csCache>,
+    /// See [`PlanOptions::spare_values`].
+    spares: Option<Arc<SpareValues>>,
 }
 
 impl<P: FilecoinProof> FilecoinPlan<P> {
@@ -182,6 +219,8 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
             parallel_witness: true,
             compiled_r1cs: true,
             r1cs_store: None,
+            r1cs_cache: Arc::default(),
+            spares: None,
         }
     }
 
@@ -193,6 +232,8 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
             parallel_witness: !options.sequential_witness,
             compiled_r1cs: !options.without_compiled_r1cs,
             r1cs_store: options.r1cs_store.clone(),
+            r1cs_cache: options.r1cs_cache.clone().unwrap_or_default(),
+            spares: options.spare_values.clone(),
         }
     }
 
@@ -226,7 +267,7 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
         if self.native_witness {
             // A writer that panics (an input it did not foresee) falls back
             // like one that fails its self-check.
-            let native = catch(|| self.proof.native_witness(index))
+            let native = catch(|| self.proof.native_witness(index, self.spares.as_ref()))
                 .unwrap_or_else(|text| Some(Err(PlanError::Synthesis(format!("{PANIC_MARK}: {text}")))));
             if let Some(native) = native {
                 match native.and_then(|witness| self.check_native(&r1cs, index, witness)) {
@@ -272,17 +313,17 @@ impl<P: FilecoinProof> FilecoinPlan<P> {
 }
 
 impl<P: FilecoinProof> FilecoinPlan<P> {
-    /// The compiled R1CS of the plan's circuit, as the process's cache
-    /// holds it: when it does not yet, read from its file in the plan's
+    /// The compiled R1CS of the plan's circuit, as its cache
+    /// ([`PlanOptions::r1cs_cache`]) holds it: when it does not yet, read from its file in the plan's
     /// store ([`PlanOptions::r1cs_store`]) or recorded from partition
     /// `index` ([`record_r1cs`](Self::record_r1cs)) and its file written.
     pub fn compiled_r1cs(&self, index: usize) -> Result<Arc<CompiledR1cs>, PlanError> {
         let id = self.proof.circuit_id();
         match &self.r1cs_store {
-            Some(store) => {
-                R1csCache::global().get_or_load(id, store, CIRCUIT_SHAPE, || self.record_r1cs(index))
-            }
-            None => R1csCache::global().get_or_record(id, || self.record_r1cs(index)),
+            Some(store) => self
+                .r1cs_cache
+                .get_or_load(id, store, CIRCUIT_SHAPE, || self.record_r1cs(index)),
+            None => self.r1cs_cache.get_or_record(id, || self.record_r1cs(index)),
         }
     }
 
@@ -501,14 +542,14 @@ fn synth<C: bellperson::Circuit<Scalar>>(
     synthesize(circuit()?, hint).map_err(|e| PlanError::Synthesis(format!("synthesis: {e}")))
 }
 
-/// The compiled R1CS of `circuit_id`, recorded from `circuit()` if this
-/// process does not hold it: kept in `cuzk_core::R1csCache::global()`,
-/// which the engine's memory budget counts and evicts when idle.
+/// The compiled R1CS of `circuit_id`, recorded from `circuit()` if `cache`
+/// does not hold it.
 pub fn compiled_r1cs<C: bellperson::Circuit<Scalar>>(
+    cache: &R1csCache,
     circuit_id: &str,
     circuit: impl FnOnce() -> Result<C, PlanError>,
 ) -> Result<Arc<CompiledR1cs>, PlanError> {
-    R1csCache::global().get_or_record(circuit_id, || {
+    cache.get_or_record(circuit_id, || {
         CompiledR1cs::record(circuit()?)
             .map_err(|e| PlanError::Synthesis(format!("recording the R1CS of {circuit_id}: {e}")))
     })

@@ -7,12 +7,13 @@ use crate::native::{self, Assignment};
 use crate::request::PorepInput;
 use crate::validate::{self, guard};
 use cuzk_core::PlanError;
-use cuzk_core::{Scalar, Witness};
+use cuzk_core::{Scalar, SpareValues, Witness};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
     parameters::setup_params, DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait, PoRepConfig,
 };
 use std::fmt;
+use std::sync::Arc;
 use storage_proofs_core::drgraph::Graph;
 use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::{compound_proof, compound_proof::CompoundProof, proof::ProofScheme};
@@ -301,11 +302,15 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
 
     /// Partition `index`'s witness: the prologue, then the challenges
     /// written natively on the pool and laid end to end.
-    fn native_partition(&self, index: usize) -> Result<Witness, PlanError> {
+    fn native_partition(
+        &self,
+        index: usize,
+        spares: Option<&Arc<SpareValues>>,
+    ) -> Result<Witness, PlanError> {
         let inputs = self.native_inputs(index)?;
         let mut w = Assignment::default();
         let replica_bits = native::porep::prologue(&mut w, &inputs);
-        native::lay_out(w, &inputs.challenges, |unit, c| {
+        native::lay_out(w, &inputs.challenges, spares, |unit, c| {
             native::porep::challenge::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(
                 unit,
                 &replica_bits,
@@ -380,10 +385,12 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
     /// The partition written natively ([`crate::native::porep`]),
     /// challenges in parallel, for replica trees hashed with Poseidon (all
     /// of Filecoin's).
-    fn native_witness(&self, index: usize) -> Option<Result<Witness, PlanError>> {
-        let poseidon = std::any::TypeId::of::<Tree::Hasher>()
-            == std::any::TypeId::of::<filecoin_hashers::poseidon::PoseidonHasher>();
-        poseidon.then(|| self.native_partition(index))
+    fn native_witness(
+        &self,
+        index: usize,
+        spares: Option<&Arc<SpareValues>>,
+    ) -> Option<Result<Witness, PlanError>> {
+        super::hashed_with_poseidon::<Tree>().then(|| self.native_partition(index, spares))
     }
 
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {

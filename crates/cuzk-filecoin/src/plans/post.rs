@@ -9,13 +9,14 @@ use crate::request::PostInput;
 use crate::validate::{self, guard};
 use cuzk_core::request::cut_echoes;
 use cuzk_core::PlanError;
-use cuzk_core::{Scalar, Witness};
+use cuzk_core::{Scalar, SpareValues, Witness};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
     parameters::{window_post_setup_params, winning_post_setup_params},
     FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType, PublicReplicaInfo,
 };
 use std::fmt;
+use std::sync::Arc;
 use storage_proofs_core::{
     compound_proof, compound_proof::CompoundProof, merkle::MerkleProofTrait, proof::ProofScheme,
     sector::SectorId,
@@ -382,9 +383,13 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
 
     /// Partition `index`'s witness, sectors written natively on the pool,
     /// each into its own stretch of the aux vector.
-    fn native_partition(&self, index: usize) -> Result<Witness, PlanError> {
+    fn native_partition(
+        &self,
+        index: usize,
+        spares: Option<&Arc<SpareValues>>,
+    ) -> Result<Witness, PlanError> {
         let sectors = self.native_sectors(index)?;
-        native::lay_out(Assignment::default(), &sectors, |w, sector| {
+        native::lay_out(Assignment::default(), &sectors, spares, |w, sector| {
             native::post::sector::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(w, sector)
         })
         .map_err(|e| PlanError::Synthesis(format!("native witness of partition {index}: {e}")))
@@ -511,10 +516,12 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
     /// Every sector of the partition written natively
     /// ([`crate::native::post`]), sectors in parallel, for replica trees
     /// hashed with Poseidon (all of Filecoin's).
-    fn native_witness(&self, index: usize) -> Option<Result<Witness, PlanError>> {
-        let poseidon = std::any::TypeId::of::<Tree::Hasher>()
-            == std::any::TypeId::of::<filecoin_hashers::poseidon::PoseidonHasher>();
-        poseidon.then(|| self.native_partition(index))
+    fn native_witness(
+        &self,
+        index: usize,
+        spares: Option<&Arc<SpareValues>>,
+    ) -> Option<Result<Witness, PlanError>> {
+        super::hashed_with_poseidon::<Tree>().then(|| self.native_partition(index, spares))
     }
 
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {

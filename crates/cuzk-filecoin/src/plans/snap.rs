@@ -7,10 +7,11 @@ use crate::request::SnapInput;
 use crate::validate::{self, guard};
 use cuzk_core::request::cut_echoes;
 use cuzk_core::PlanError;
-use cuzk_core::{Scalar, Witness};
+use cuzk_core::{Scalar, SpareValues, Witness};
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{DefaultPieceDomain, MerkleTreeTrait, PoRepConfig, SectorUpdateConfig, TreeRHasher};
 use std::fmt;
+use std::sync::Arc;
 use storage_proofs_core::{compound_proof, compound_proof::CompoundProof};
 use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof};
 
@@ -206,12 +207,16 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
 
     /// Partition `index`'s witness: the prologue, then the challenges
     /// written on the pool and laid end to end.
-    fn native_partition(&self, index: usize) -> Result<Witness, PlanError> {
+    fn native_partition(
+        &self,
+        index: usize,
+        spares: Option<&Arc<SpareValues>>,
+    ) -> Result<Witness, PlanError> {
         let inputs = self.native_inputs(index)?;
         let mut w = Assignment::default();
         let shared = native::snap::prologue(&mut w, &inputs);
         let challenges: Vec<usize> = (0..inputs.challenges.len()).collect();
-        native::lay_out(w, &challenges, |unit, &c| {
+        native::lay_out(w, &challenges, spares, |unit, &c| {
             native::snap::challenge::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(
                 unit, &inputs, &shared, c,
             )
@@ -337,8 +342,12 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> FilecoinProof for Sn
 
     /// The partition written natively ([`crate::native::snap`]),
     /// challenges in parallel.
-    fn native_witness(&self, index: usize) -> Option<Result<Witness, PlanError>> {
-        Some(self.native_partition(index))
+    fn native_witness(
+        &self,
+        index: usize,
+        spares: Option<&Arc<SpareValues>>,
+    ) -> Option<Result<Witness, PlanError>> {
+        Some(self.native_partition(index, spares))
     }
 
     fn public_inputs(&self, index: usize) -> Vec<Scalar> {

@@ -1,0 +1,25 @@
+//! What the Filecoin test binaries share: one parameter directory, and
+//! 2 KiB fixtures (three sealed sectors' requests) written once a binary.
+#![allow(dead_code)]
+
+use cuzk_filecoin::fixtures::{self, FixtureManifest};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The parameter directory of every Filecoin test binary (filecoin-proofs'
+/// settings pointed at it once a process).
+pub fn param_dir() -> PathBuf {
+    cuzk_filecoin::settings::init_once(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-params"))
+}
+
+/// A sealed 2 KiB sector's requests (vanilla proofs that hold), written
+/// once a test binary.
+pub fn fixture() -> &'static (tempfile::TempDir, FixtureManifest) {
+    static FIXTURE: OnceLock<(tempfile::TempDir, FixtureManifest)> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        param_dir();
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = fixtures::write_fixtures(2048, dir.path(), 3).unwrap();
+        (dir, manifest)
+    })
+}
