@@ -154,6 +154,22 @@ impl SpareValues {
         }
     }
 
+    /// A spare of room for `values` wide values made now, its pages
+    /// touched on the pool, so that the first witness of that size (a
+    /// daemon's first WindowPoSt partition after its start) does not pay
+    /// for them; the bytes made (0 when not worth a spare or over the
+    /// limit).
+    pub fn reserve(&self, values: usize) -> u64 {
+        let bytes = Self::size(values);
+        if !self.keeps(values) || self.bytes() + bytes > self.limit {
+            return 0;
+        }
+        let mut spare = Vec::with_capacity(values);
+        spare.par_extend(rayon::iter::repeat_n(Scalar::ZERO, values));
+        self.give(spare);
+        bytes
+    }
+
     /// Frees the spares unused for at least `idle` (all of them for
     /// `Duration::ZERO`); the bytes freed.
     pub fn release(&self, idle: Duration) -> u64 {
@@ -649,6 +665,15 @@ mod tests {
         assert_eq!(spares.release(Duration::from_secs(3600)), 0, "not idle yet");
         assert_eq!(spares.release(Duration::ZERO), kept);
         assert_eq!(spares.bytes(), 0);
+        // Reserved ahead (a preload): the first witness takes it.
+        let room = head.wide_count() + 500;
+        assert_eq!(spares.reserve(room), room as u64 * 32);
+        let first = wide_pieces(&head, 50, 5, Some(&spares)).unwrap();
+        assert_eq!(spares.bytes(), 0, "the reserved spare was taken");
+        assert_eq!(first, wide_pieces(&head, 50, 5, None).unwrap());
+        // Not worth a spare, or over the limit: nothing made.
+        assert_eq!(SpareValues::with_smallest(1 << 20, 1 << 10).reserve(10), 0);
+        assert_eq!(SpareValues::with_smallest(100, 1).reserve(10), 0);
     }
 
     /// Spares stay within their limit, and a failed piece gives its

@@ -44,6 +44,13 @@ pub const CIRCUIT_FAMILIES: [&str; 3] = [
     "empty-sector-update-",
 ];
 
+/// Whether `circuit_id` is a PoSt circuit's (WinningPoSt or WindowPoSt).
+pub fn is_post_circuit_id(circuit_id: &str) -> bool {
+    circuit_id
+        .strip_prefix(&format!("v{VERSION}-"))
+        .is_some_and(|rest| rest.starts_with(CIRCUIT_FAMILIES[1]))
+}
+
 /// Whether `circuit_id` names one of filecoin-proofs' parameter files (of
 /// this parameter version): `v28-<family>...`, in the characters those
 /// names use (lower-case letters, digits, `-`, `_`), so it is a plain file
@@ -260,6 +267,12 @@ mod tests {
                 let circuit_id = format!("v{VERSION}-{id}");
                 assert!(
                     is_official_circuit_id(&circuit_id),
+                    "{kind:?} {number}: {circuit_id}"
+                );
+                let post = matches!(kind, ProofKind::WinningPost | ProofKind::WindowPostPartition);
+                assert_eq!(
+                    is_post_circuit_id(&circuit_id),
+                    post,
                     "{kind:?} {number}: {circuit_id}"
                 );
             }

@@ -110,6 +110,18 @@ impl FilecoinPlans {
         }
     }
 
+    /// Native witnesses' wide values kept in `spares` between partitions
+    /// (`None`: none kept); by default [`SPARE_WITNESS_BYTES`] of them.
+    pub fn with_spare_values(self, spares: Option<Arc<SpareValues>>) -> Self {
+        Self {
+            options: PlanOptions {
+                spare_values: spares,
+                ..self.options
+            },
+            ..self
+        }
+    }
+
     /// How this source plans requests.
     pub fn options(&self) -> &PlanOptions {
         &self.options
@@ -205,14 +217,30 @@ impl PlanSource for FilecoinPlans {
         };
         let loaded = cache.get_or_load(circuit_id, store, crate::plans::CIRCUIT_SHAPE, || Err(()));
         Some(Ok(match loaded {
-            Ok(r1cs) => Prepared {
-                summary: format!(
-                    "compiled R1CS ready ({} constraints, {} MiB)",
-                    r1cs.num_constraints(),
-                    r1cs.memory_bytes() >> 20
-                ),
-                r1cs: Some(r1cs),
-            },
+            Ok(r1cs) => {
+                // A PoSt witness is mostly wide values (its Poseidon
+                // hashes): room for them made now, not at the first
+                // request, when the spares allow it (WindowPoSt's).
+                let spare = match (
+                    &self.options.spare_values,
+                    crate::params::is_post_circuit_id(circuit_id),
+                ) {
+                    (Some(spares), true) => spares.reserve(r1cs.num_aux()),
+                    _ => 0,
+                };
+                Prepared {
+                    summary: format!(
+                        "compiled R1CS ready ({} constraints, {} MiB){}",
+                        r1cs.num_constraints(),
+                        r1cs.memory_bytes() >> 20,
+                        match spare {
+                            0 => String::new(),
+                            bytes => format!(", {} MiB of witness vector made ahead", bytes >> 20),
+                        }
+                    ),
+                    r1cs: Some(r1cs),
+                }
+            }
             Err(()) => Prepared {
                 summary:
                     "no usable compiled R1CS file yet: recorded at the first request, its file written then"

@@ -533,7 +533,12 @@ fn r1cs_file_is_read_at_preload() {
     let id = ProofPlan::circuit_id(&plan);
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let store = std::sync::Arc::new(R1csStore::in_dir(dir.path()));
-    let source = cuzk_filecoin::FilecoinPlans::new(dir.path().to_path_buf()).with_r1cs_store(store.clone());
+    // Spares of any size, so that the preload makes one ahead for this
+    // small PoSt circuit as it does for a 32 GiB WindowPoSt's.
+    let spares = cuzk_core::SpareValues::with_smallest(1 << 30, 1);
+    let source = cuzk_filecoin::FilecoinPlans::new(dir.path().to_path_buf())
+        .with_r1cs_store(store.clone())
+        .with_spare_values(Some(spares.clone()));
     let cache = source.r1cs_cache().expect("the source's R1CS cache");
     let said = source.prepare(&id).unwrap().unwrap();
     assert!(
@@ -545,8 +550,12 @@ fn r1cs_file_is_read_at_preload() {
     assert!(cache.snapshot().iter().all(|e| e.circuit_id != id));
     let recorded = plan.record_r1cs(0).unwrap();
     assert!(store.save(&id, CIRCUIT_SHAPE, &recorded));
+    assert_eq!(spares.bytes(), 0);
     let said = source.prepare(&id).unwrap().unwrap();
     assert!(said.summary.contains("compiled R1CS ready"), "{}", said.summary);
+    assert!(said.summary.contains("made ahead"), "{}", said.summary);
+    assert_eq!(spares.bytes(), recorded.num_aux() as u64 * 32);
+    assert_eq!(source.held_bytes(), spares.bytes(), "the budget sees the spare");
     // Handed on for the backends to take to the device with the parameters.
     assert!(said.r1cs.as_deref() == Some(&recorded));
     assert!(cache.snapshot().iter().any(|e| e.circuit_id == id));
