@@ -381,16 +381,23 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
             .collect()
     }
 
-    /// Partition `index`'s witness, sectors written natively on the pool,
-    /// each into its own stretch of the aux vector.
+    /// Partition `index`'s witness, sectors written natively on the pool
+    /// a few at a time (their paths' hashes filling the Poseidon lanes),
+    /// each group into its own stretch of the aux vector.
     fn native_partition(
         &self,
         index: usize,
         spares: Option<&Arc<SpareValues>>,
     ) -> Result<Witness, PlanError> {
         let sectors = self.native_sectors(index)?;
-        native::lay_out(Assignment::default(), &sectors, spares, |w, sector| {
-            native::post::sector::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(w, sector)
+        // Groups of one size: the pieces of one vector have one shape.
+        let size = [3, 2]
+            .into_iter()
+            .find(|size| sectors.len() % size == 0)
+            .unwrap_or(1);
+        let groups: Vec<&[SectorWitness]> = sectors.chunks(size).collect();
+        native::lay_out(Assignment::default(), &groups, spares, |w, group| {
+            native::post::sectors::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(w, group)
         })
         .map_err(|e| PlanError::Synthesis(format!("native witness of partition {index}: {e}")))
     }
