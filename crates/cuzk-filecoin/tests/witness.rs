@@ -315,55 +315,39 @@ fn native_window_post_2kib_witness_equals_the_gadgets() {
     check_post_native::<SectorShape2KiB>("window-post-2k");
 }
 
+/// Partition 0 of `first`'s witness dropped into `spares`, then
+/// `second`'s written over it: equal to the gadgets', and back in the
+/// spares when dropped.
+fn check_over_spare<P: FilecoinProof>(name: &str, first: FilecoinPlan<P>, second: FilecoinPlan<P>) {
+    let spares = cuzk_core::SpareValues::with_smallest(1 << 30, 1);
+    drop(first.proof().native_witness(0, Some(&spares)).unwrap().unwrap());
+    let kept = spares.bytes();
+    assert!(kept > 0, "{name}: the first witness's wide values were not kept");
+    let over = second.proof().native_witness(0, Some(&spares)).unwrap().unwrap();
+    assert_eq!(spares.bytes(), 0, "{name}: the spare was not reused");
+    let r1cs = second.compiled_r1cs(0).unwrap();
+    let gadgets = r1cs.witness(second.circuit(0).unwrap()).unwrap();
+    assert_same_witness(name, &over, &gadgets);
+    drop(over);
+    assert_eq!(spares.bytes(), kept, "{name}: the vector did not come back");
+}
+
 /// Issue 35: a witness written over a spare vector (a dropped witness's
 /// wide values, another seed's) equals the gadgets': no value of the
 /// earlier witness survives into it. WindowPoSt 8 MiB (sectors laid out
 /// in place) and PoRep 2 KiB.
 #[test]
 fn native_witness_over_a_spare_vector_equals_the_gadgets() {
-    use cuzk_core::SpareValues;
-    let spares = SpareValues::with_smallest(1 << 30, 1);
     let post = |seed| {
-        PostPlan::<SectorShape8MiB>::new(
-            PostInput::parse(&request_with_seed("window-post-8m", seed)).unwrap(),
-            &ALLOW,
-        )
-        .unwrap()
+        let request = request_with_seed("window-post-8m", seed);
+        PostPlan::<SectorShape8MiB>::new(PostInput::parse(&request).unwrap(), &ALLOW).unwrap()
     };
-    let (first, second) = (post(1), post(2));
-    drop(first.proof().native_witness(0, Some(&spares)).unwrap().unwrap());
-    let kept = spares.bytes();
-    assert!(kept > 0, "the first witness's wide values were not kept");
-    let over = second.proof().native_witness(0, Some(&spares)).unwrap().unwrap();
-    assert_eq!(spares.bytes(), 0, "the spare was not reused");
-    let gadgets = second
-        .compiled_r1cs(0)
-        .unwrap()
-        .witness(second.circuit(0).unwrap())
-        .unwrap();
-    assert_same_witness("window-post-8m seed 2 over seed 1", &over, &gadgets);
-    drop(over);
-    assert_eq!(spares.bytes(), kept);
-    spares.release(std::time::Duration::ZERO);
-
+    check_over_spare("window-post-8m seed 2 over seed 1", post(1), post(2));
     let porep = |seed| {
-        PorepPlan::<SectorShape2KiB>::new(
-            PorepInput::parse(&request_with_seed("porep-2k", seed)).unwrap(),
-            &ALLOW,
-        )
-        .unwrap()
+        let request = request_with_seed("porep-2k", seed);
+        PorepPlan::<SectorShape2KiB>::new(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap()
     };
-    let (first, second) = (porep(1), porep(2));
-    drop(first.proof().native_witness(0, Some(&spares)).unwrap().unwrap());
-    assert!(spares.bytes() > 0);
-    let over = second.proof().native_witness(0, Some(&spares)).unwrap().unwrap();
-    assert_eq!(spares.bytes(), 0, "the spare was not reused");
-    let gadgets = second
-        .compiled_r1cs(0)
-        .unwrap()
-        .witness(second.circuit(0).unwrap())
-        .unwrap();
-    assert_same_witness("porep-2k seed 2 over seed 1", &over, &gadgets);
+    check_over_spare("porep-2k seed 2 over seed 1", porep(1), porep(2));
 }
 
 #[test]
