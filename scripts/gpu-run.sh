@@ -148,13 +148,19 @@ PY
     # With glibc's huge pages (as deploy/systemd/cuzk.service runs the
     # daemon: a fresh witness vector is faulted in 2 MiB at a time) and
     # without them.
+    # THREADS="4 16": the same with that many pool threads (RAYON_NUM_THREADS),
+    # to tell the work's CPU time from idle workers' spinning.
     for proof in ${PROOFS:-porep-32g snap-32g window-post-32g}; do
-      for pages in huge plain; do
-        tunables=; [ "$pages" = huge ] && tunables=glibc.malloc.hugetlb=1
-        GLIBC_TUNABLES=$tunables timeout "${WITNESS_TIMEOUT:-300}" "$bin" real-synthesis --proof "$proof" \
-          --native-only "${RUNS:-3}" >"$out/native-witness-$proof-$pages.json" 2>"$out/native-witness-$proof-$pages.log"
-        echo "$proof ($pages pages) exit: $?"; tail -3 "$out/native-witness-$proof-$pages.log"
-        cat "$out/native-witness-$proof-$pages.json"
+      for pages in ${PAGES:-huge plain}; do
+        for threads in ${THREADS:-default}; do
+          tunables=; [ "$pages" = huge ] && tunables=glibc.malloc.hugetlb=1
+          name=native-witness-$proof-$pages; [ "$threads" = default ] || name=$name-$threads-threads
+          pool=; [ "$threads" = default ] || pool=$threads
+          GLIBC_TUNABLES=$tunables RAYON_NUM_THREADS=$pool timeout "${WITNESS_TIMEOUT:-300}" "$bin" real-synthesis \
+            --proof "$proof" --native-only "${RUNS:-3}" >"$out/$name.json" 2>"$out/$name.log"
+          echo "$proof ($pages pages, $threads threads) exit: $?"; tail -3 "$out/$name.log"
+          cat "$out/$name.json"
+        done
       done
     done
     ;;
