@@ -129,14 +129,13 @@ impl SpareValues {
         self.limit > 0 && Self::size(values) >= self.smallest
     }
 
-    /// A spare with room for `values` and at most twice that (a smaller
-    /// witness would hold a larger vector's memory for nothing), if any.
+    /// A spare with room for `values` and at most a sixteenth more, if
+    /// any: the witness holds the whole vector, and its partition's memory
+    /// permit (the plan's estimate, a quarter over whole scalars) must
+    /// still cover it, so another circuit's larger vector is not taken.
     fn take(&self, values: usize) -> Option<Vec<Scalar>> {
-        if !self.keeps(values) {
-            return None;
-        }
         let mut held = lock(&self.held);
-        let fits = |v: &Vec<Scalar>| v.capacity() >= values && v.capacity() / 2 <= values;
+        let fits = |v: &Vec<Scalar>| v.capacity() >= values && v.capacity() - values <= values / 16;
         let best = (0..held.len())
             .filter(|&i| fits(&held[i].0))
             .min_by_key(|&i| held[i].0.capacity())?;
@@ -641,18 +640,28 @@ mod tests {
         drop(first);
         let kept = spares.bytes();
         assert!(kept >= (head.wide_count() + 500) as u64 * 32, "{kept}");
-        // Fewer pieces: the spare fits (at most twice the need), its tail
-        // of stale values cut off.
-        let second = wide_pieces(&head, 40, 2, Some(&spares)).unwrap();
+        // Fewer pieces: the spare fits (at most a sixteenth over the
+        // need), its tail of stale values cut off.
+        let second = wide_pieces(&head, 48, 2, Some(&spares)).unwrap();
         assert_eq!(second.values.as_ptr(), first_values, "the spare was reused");
         assert_eq!(spares.bytes(), 0);
-        assert_eq!(second, wide_pieces(&head, 40, 2, None).unwrap());
+        assert_eq!(second, wide_pieces(&head, 48, 2, None).unwrap());
         assert_eq!(
             second.to_scalars(),
-            wide_pieces(&head, 40, 2, None).unwrap().to_scalars()
+            wide_pieces(&head, 48, 2, None).unwrap().to_scalars()
         );
         drop(second);
-        // A witness needing under half the spare makes its own vector.
+        // A witness needing a fifth less than the spare, or a tenth of it,
+        // makes its own vector: holding the spare, it would hold more than
+        // its partition's permit covers.
+        let smaller = wide_pieces(&head, 40, 3, Some(&spares)).unwrap();
+        assert_ne!(
+            smaller.values.as_ptr(),
+            first_values,
+            "a spare far too large was taken"
+        );
+        assert_eq!(spares.bytes(), kept, "the large spare stays");
+        assert_eq!(smaller, wide_pieces(&head, 40, 3, None).unwrap());
         let small = wide_pieces(&PackedScalars::new(), 10, 3, Some(&spares)).unwrap();
         assert_eq!(spares.bytes(), kept, "the large spare stays");
         assert_eq!(small, wide_pieces(&PackedScalars::new(), 10, 3, None).unwrap());

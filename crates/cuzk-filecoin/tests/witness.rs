@@ -343,6 +343,14 @@ fn native_witness_over_a_spare_vector_equals_the_gadgets() {
         PostPlan::<SectorShape8MiB>::new(PostInput::parse(&request).unwrap(), &ALLOW).unwrap()
     };
     check_over_spare("window-post-8m seed 2 over seed 1", post(1), post(2));
+    // A PoSt preload's vector (room for every aux variable) is taken by
+    // the first witness: a PoSt witness is nearly all wide values.
+    let plan = post(3);
+    let spares = cuzk_core::SpareValues::with_smallest(1 << 30, 1);
+    assert!(spares.reserve(plan.compiled_r1cs(0).unwrap().num_aux()) > 0);
+    let witness = plan.proof().native_witness(0, Some(&spares)).unwrap().unwrap();
+    assert_eq!(spares.bytes(), 0, "the preload's vector was not taken");
+    drop(witness);
     let porep = |seed| {
         let request = request_with_seed("porep-2k", seed);
         PorepPlan::<SectorShape2KiB>::new(PorepInput::parse(&request).unwrap(), &ALLOW).unwrap()

@@ -82,11 +82,7 @@ pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
     /// without the gadget code; `None` (the default) for proof types
     /// without a native writer, whose witness comes from the circuit. Its
     /// wide values go into a vector of `spares` when one fits.
-    fn native_witness(
-        &self,
-        _index: usize,
-        _spares: Option<&Arc<SpareValues>>,
-    ) -> Option<Result<Witness, PlanError>> {
+    fn native_witness(&self, _index: usize, _spares: Spares<'_>) -> Option<Result<Witness, PlanError>> {
         None
     }
     /// Partition `index`'s public inputs (`CompoundProof::generate_public_inputs`).
@@ -134,6 +130,9 @@ pub struct PlanOptions {
     /// ([`SpareValues`]); `None`: each witness allocates its own.
     pub spare_values: Option<Arc<SpareValues>>,
 }
+
+/// Where a native witness's wide values may go ([`PlanOptions::spare_values`]).
+pub type Spares<'a> = Option<&'a Arc<SpareValues>>;
 
 /// Whether `Tree`'s replica trees are hashed with Poseidon (all of
 /// Filecoin's), the hash the native writers follow.

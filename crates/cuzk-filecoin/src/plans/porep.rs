@@ -1,19 +1,18 @@
 //! PoRep commit phase 2: one partition per vanilla partition proof of C1.
 
-use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, TreeDomain};
+use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, Spares, TreeDomain};
 use crate::native::merkle::Level;
 use crate::native::porep::{ChallengeWitness, ColumnWitness, PartitionWitness};
 use crate::native::{self, Assignment};
 use crate::request::PorepInput;
 use crate::validate::{self, guard};
 use cuzk_core::PlanError;
-use cuzk_core::{Scalar, SpareValues, Witness};
+use cuzk_core::{Scalar, Witness};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
     parameters::setup_params, DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait, PoRepConfig,
 };
 use std::fmt;
-use std::sync::Arc;
 use storage_proofs_core::drgraph::Graph;
 use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::{compound_proof, compound_proof::CompoundProof, proof::ProofScheme};
@@ -302,11 +301,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
 
     /// Partition `index`'s witness: the prologue, then the challenges
     /// written natively on the pool and laid end to end.
-    fn native_partition(
-        &self,
-        index: usize,
-        spares: Option<&Arc<SpareValues>>,
-    ) -> Result<Witness, PlanError> {
+    fn native_partition(&self, index: usize, spares: Spares<'_>) -> Result<Witness, PlanError> {
         let inputs = self.native_inputs(index)?;
         let mut w = Assignment::default();
         let replica_bits = native::porep::prologue(&mut w, &inputs);
@@ -385,11 +380,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
     /// The partition written natively ([`crate::native::porep`]),
     /// challenges in parallel, for replica trees hashed with Poseidon (all
     /// of Filecoin's).
-    fn native_witness(
-        &self,
-        index: usize,
-        spares: Option<&Arc<SpareValues>>,
-    ) -> Option<Result<Witness, PlanError>> {
+    fn native_witness(&self, index: usize, spares: Spares<'_>) -> Option<Result<Witness, PlanError>> {
         super::hashed_with_poseidon::<Tree>().then(|| self.native_partition(index, spares))
     }
 

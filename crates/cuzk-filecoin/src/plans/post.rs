@@ -1,7 +1,7 @@
 //! WinningPoSt (one circuit over all challenged sectors) and one WindowPoSt
 //! partition.
 
-use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, TreeDomain};
+use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, Spares, TreeDomain};
 use crate::native::merkle::Level;
 use crate::native::post::SectorWitness;
 use crate::native::{self, Assignment};
@@ -9,14 +9,13 @@ use crate::request::PostInput;
 use crate::validate::{self, guard};
 use cuzk_core::request::cut_echoes;
 use cuzk_core::PlanError;
-use cuzk_core::{Scalar, SpareValues, Witness};
+use cuzk_core::{Scalar, Witness};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
     parameters::{window_post_setup_params, winning_post_setup_params},
     FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType, PublicReplicaInfo,
 };
 use std::fmt;
-use std::sync::Arc;
 use storage_proofs_core::{
     compound_proof, compound_proof::CompoundProof, merkle::MerkleProofTrait, proof::ProofScheme,
     sector::SectorId,
@@ -384,11 +383,7 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
     /// Partition `index`'s witness, sectors written natively on the pool
     /// a few at a time (their paths' hashes filling the Poseidon lanes),
     /// each group into its own stretch of the aux vector.
-    fn native_partition(
-        &self,
-        index: usize,
-        spares: Option<&Arc<SpareValues>>,
-    ) -> Result<Witness, PlanError> {
+    fn native_partition(&self, index: usize, spares: Spares<'_>) -> Result<Witness, PlanError> {
         let sectors = self.native_sectors(index)?;
         // Groups of one size: the pieces of one vector have one shape.
         let size = [3, 2]
@@ -523,11 +518,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
     /// Every sector of the partition written natively
     /// ([`crate::native::post`]), sectors in parallel, for replica trees
     /// hashed with Poseidon (all of Filecoin's).
-    fn native_witness(
-        &self,
-        index: usize,
-        spares: Option<&Arc<SpareValues>>,
-    ) -> Option<Result<Witness, PlanError>> {
+    fn native_witness(&self, index: usize, spares: Spares<'_>) -> Option<Result<Witness, PlanError>> {
         super::hashed_with_poseidon::<Tree>().then(|| self.native_partition(index, spares))
     }
 

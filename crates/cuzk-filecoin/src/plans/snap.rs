@@ -1,17 +1,16 @@
 //! SnapDeals empty-sector update: one partition per vanilla partition proof.
 
-use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions};
+use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, Spares};
 use crate::native::snap::{SnapChallenge, SnapWitness};
 use crate::native::{self, Assignment};
 use crate::request::SnapInput;
 use crate::validate::{self, guard};
 use cuzk_core::request::cut_echoes;
 use cuzk_core::PlanError;
-use cuzk_core::{Scalar, SpareValues, Witness};
+use cuzk_core::{Scalar, Witness};
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{DefaultPieceDomain, MerkleTreeTrait, PoRepConfig, SectorUpdateConfig, TreeRHasher};
 use std::fmt;
-use std::sync::Arc;
 use storage_proofs_core::{compound_proof, compound_proof::CompoundProof};
 use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof};
 
@@ -207,11 +206,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
 
     /// Partition `index`'s witness: the prologue, then the challenges
     /// written on the pool and laid end to end.
-    fn native_partition(
-        &self,
-        index: usize,
-        spares: Option<&Arc<SpareValues>>,
-    ) -> Result<Witness, PlanError> {
+    fn native_partition(&self, index: usize, spares: Spares<'_>) -> Result<Witness, PlanError> {
         let inputs = self.native_inputs(index)?;
         let mut w = Assignment::default();
         let shared = native::snap::prologue(&mut w, &inputs);
@@ -342,11 +337,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> FilecoinProof for Sn
 
     /// The partition written natively ([`crate::native::snap`]),
     /// challenges in parallel.
-    fn native_witness(
-        &self,
-        index: usize,
-        spares: Option<&Arc<SpareValues>>,
-    ) -> Option<Result<Witness, PlanError>> {
+    fn native_witness(&self, index: usize, spares: Spares<'_>) -> Option<Result<Witness, PlanError>> {
         Some(self.native_partition(index, spares))
     }
 
