@@ -5,7 +5,6 @@
 //! - [`r1cs`]: the same synthesis from a constraint system recorded once as
 //!   sparse matrices (witness only per proof, then sparse products).
 //! - [`params`]: bellperson/Filecoin `.params` and `.vk` files.
-//! - [`param_cache`]: parameters generated per circuit and cached on disk.
 //! - [`groth16`]: the Groth16 frame every backend proves through (the
 //!   checks, r and s, the inputs' MSMs and B G2 added to a backend's H and
 //!   aux MSMs, [`PendingProof`], [`finish`], proof bytes).
@@ -16,9 +15,18 @@
 //! - [`verify`]: verification with bellperson's (independent) verifier.
 //! - [`plan`]: how a request becomes partitions ([`PlanSource`],
 //!   [`ProofPlan`]) and parameters are obtained ([`ParameterRecipe`]).
-//! - [`synthetic`]: a PoRep-shaped synthetic circuit of any size.
 //! - [`cores`]: one budget of cores (sequential slots beside rayon's pool).
 //! - [`domain`], [`msm`]: the FFTs and witness-shaped MSMs the prover uses.
+//!
+//! Benchmark-only, behind the `bench-circuits` feature (off by default, so
+//! that a production build does not compile them):
+//!
+//! - `synthetic`: a PoRep-shaped synthetic circuit of any size
+//!   (`SyntheticCircuit`).
+//! - `shaped`: proving inputs of a production shape (2^27-constraint
+//!   partitions) without a real circuit: circuits, witnesses, parameters.
+//! - `param_cache`: parameters generated per circuit and cached on disk
+//!   (`ParameterCache`; test parameters, never for anything real).
 
 pub mod assignment;
 pub mod backend;
@@ -28,6 +36,7 @@ pub mod domain;
 pub mod groth16;
 pub mod msm;
 pub mod packed;
+#[cfg(feature = "bench-circuits")]
 pub mod param_cache;
 pub mod params;
 pub mod plan;
@@ -35,8 +44,10 @@ pub mod r1cs;
 pub mod r1cs_cache;
 pub mod r1cs_store;
 pub mod request;
+#[cfg(feature = "bench-circuits")]
 pub mod shaped;
 mod sync;
+#[cfg(feature = "bench-circuits")]
 pub mod synthetic;
 pub mod verify;
 
@@ -45,6 +56,7 @@ pub use backend::cpu::{prove, prove_start};
 pub use backend::{BackendError, CpuBackend, PartitionData, PartitionWitness, ProverBackend, ProverInput};
 pub use groth16::{finish, proof_to_bytes, PendingProof, ProveError, ProveTimings, Randomness, PROOF_BYTES};
 pub use packed::{PackedScalars, SpareValues};
+#[cfg(feature = "bench-circuits")]
 pub use param_cache::{CacheError, CacheOutcome, ParameterCache};
 pub use params::{CircuitCounts, ParamsError, PointCheck, ProvingParameters};
 pub use plan::{ParameterFile, ParameterRecipe, PlanError, PlanSource, Prepared, ProofPlan};
@@ -52,6 +64,7 @@ pub use r1cs::{CompiledR1cs, R1csError, R1csFileError, UnitLayout, Witness};
 pub use r1cs_cache::{CachedR1cs, R1csCache};
 pub use r1cs_store::R1csStore;
 pub use request::{Priority, ProofKind, ProofRequest, SectorFields};
+#[cfg(feature = "bench-circuits")]
 pub use synthetic::SyntheticCircuit;
 pub use verify::Verifier;
 

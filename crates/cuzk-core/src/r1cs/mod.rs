@@ -241,6 +241,7 @@ impl CoefficientTable {
 }
 
 /// One of the three matrices, for [`CompiledR1cs::from_rows`].
+#[cfg(feature = "bench-circuits")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Matrix {
     A,
@@ -249,6 +250,7 @@ pub(crate) enum Matrix {
 }
 
 /// Rows built per rayon task by [`CompiledR1cs::from_rows`].
+#[cfg(feature = "bench-circuits")]
 const ROWS_PER_BUILD_TASK: usize = 1 << 16;
 
 /// The R1CS of one circuit, recorded once, evaluated per proof.
@@ -370,15 +372,16 @@ impl CompiledR1cs {
     }
 
     /// An R1CS given row by row rather than recorded from a circuit, for
-    /// generated constraint systems (the shaped circuits of
-    /// [`crate::shaped`]): running a circuit through the recorder costs
-    /// about a core-minute at 2^27 constraints, this builds the rows in
-    /// parallel. `row(matrix, r, terms)` appends row `r` of `matrix` to
-    /// `terms` (cleared before each call) as (variable, coefficient id)
-    /// pairs, ids indexing `coefficients`, whose first two values must be
+    /// generated constraint systems (the shaped circuits of [`crate::shaped`];
+    /// like them, behind the `bench-circuits` feature): running a circuit
+    /// through the recorder costs about a core-minute at 2^27 constraints, this
+    /// builds the rows in parallel. `row(matrix, r, terms)` appends row `r` of
+    /// `matrix` to `terms` (cleared before each call) as (variable, coefficient
+    /// id) pairs, ids indexing `coefficients`, whose first two values must be
     /// one and minus one ([`ONE_ID`], [`MINUS_ONE_ID`]) and none zero. The
     /// density bitmaps follow from the matrices by `enforce`'s rules: aux
     /// variables in A, inputs and aux variables in B.
+    #[cfg(feature = "bench-circuits")]
     pub(crate) fn from_rows<F>(
         num_inputs: usize,
         num_aux: usize,
@@ -726,6 +729,7 @@ fn densities(
 /// over the rows (their lengths, then their entries in place), so the
 /// matrix is never held twice; each term is checked against the variables
 /// and coefficients there are.
+#[cfg(feature = "bench-circuits")]
 fn build_matrix<F>(
     matrix: Matrix,
     num_inputs: usize,
