@@ -211,7 +211,7 @@ fn gpu_busy_seconds(metrics: &str) -> f64 {
 }
 
 pub fn run(args: RealC2Args) -> anyhow::Result<()> {
-    let report = crate::report::JsonReport::start("real-c2", args.json.as_deref());
+    let report = crate::report::start("real-c2", args.json.as_deref());
     let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
     let slots = args
         .sequential_slots

@@ -240,6 +240,9 @@ fn after_region() -> Result<(), GpuError> {
     Ok(())
 }
 
+/// Whether this build has the CUDA backend (the `cuda` feature).
+pub const COMPILED: bool = cfg!(feature = "cuda");
+
 /// Number of visible CUDA devices (CUDA_VISIBLE_DEVICES applies); 0 without
 /// the feature or without a driver.
 pub fn device_count() -> usize {
