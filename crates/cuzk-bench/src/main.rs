@@ -14,8 +14,9 @@ mod gen;
 mod gpu;
 mod observe;
 mod params;
-mod real;
 mod real_c2;
+mod real_inputs;
+mod real_synthesis;
 mod report;
 mod supraseal;
 mod synthesis;
@@ -53,13 +54,13 @@ enum Command {
     CompareSynthesis(synthesis::CompareSynthesisArgs),
     /// Write requests of production sectors' exact structure (random values,
     /// no sealing) for `single` / `batch`: porep-32g, window-post-32g, ...
-    RealInputs(real::RealInputsArgs),
+    RealInputs(real_inputs::RealInputsArgs),
     /// The cluster queue's coordination cost: simulated daemons drain a
     /// PostgreSQL job queue (claim, wait, finish), 1 to 64 of them.
     ClusterClaims(cluster::ClusterClaimsArgs),
     /// One real partition's host side at full size (circuit build, compiled
     /// R1CS, witness, a/b/c, synthesis), its input made in memory: one JSON line.
-    RealSynthesis(real::RealSynthesisArgs),
+    RealSynthesis(real_synthesis::RealSynthesisArgs),
     /// Time from a daemon's start to its first proof: spawns cuzk-daemon
     /// with a config, submits one request (the `single` flags), reports
     /// `time_to_first_proof_s` and the setup phases.
@@ -74,7 +75,7 @@ fn main() -> anyhow::Result<()> {
     // These capture bellperson's `log` records themselves.
     let command = match command {
         Command::CompareSynthesis(args) => return synthesis::run(args),
-        Command::RealSynthesis(args) => return real::run_synthesis(args),
+        Command::RealSynthesis(args) => return real_synthesis::run(args),
         other => other,
     };
     tracing_subscriber::fmt()
@@ -89,7 +90,7 @@ fn main() -> anyhow::Result<()> {
         Command::GenSrs(args) => return gen::run(args),
         Command::Fixtures(args) => return fixtures::run(args),
         Command::GenParams(args) => return params::run(args),
-        Command::RealInputs(args) => return real::run_inputs(args),
+        Command::RealInputs(args) => return real_inputs::run(args),
         Command::RealC2(args) => return real_c2::run(args),
         Command::ClusterClaims(args) => return cluster::run(args),
         other => other,

@@ -19,7 +19,7 @@
 //! time.
 
 use crate::bellperson_synthesis;
-use crate::real::cpu_seconds;
+use crate::real_synthesis::cpu_seconds;
 use clap::Args;
 use cuzk_core::Scalar;
 use cuzk_filecoin::plans::FilecoinProof;
