@@ -2,7 +2,7 @@
 //! budget (an upper estimate is enough: the engine reserves memory for a
 //! partition before synthesising it). The exact counts are pinned by the
 //! tests: `tests/circuits.rs` on sealed 2 KiB sectors, `tests/structure.rs`
-//! on real-structure inputs ([`crate::structure`]) at every size, by a
+//! on real-structure inputs (`cuzk_filecoin::structure`) at every size, by a
 //! counting constraint system (the full-size ones with `--ignored`).
 //!
 //! Figures: storage-proofs 19.1 circuits, the circuit's own constraints
