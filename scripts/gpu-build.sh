@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, on this (GPU-less) machine, what the GPU machine runs and stages
 # stripped, xz-compressed copies in .gpu/ for the device tool to carry:
-# cuzk-bench and cuzk-daemon with the CUDA backend (FEATURES, default "cuda"; add
+# cuzk-bench, cuzk-daemon and cuzk-ctl with the CUDA backend (FEATURES, default "cuda"; add
 # "supraseal" for the side-by-side runs) and the GPU test binaries of
 # cuzk-sys and cuzk-core (`scripts/gpu-run.sh check` runs them). The bench
 # binary is built with PROFILE (default "production": fat LTO, what operators
@@ -12,11 +12,13 @@ eval "$(scripts/install-cuda.sh)"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target-cuda}
 profile=${PROFILE:-production}
 cargo build --profile "$profile" -p cuzk-bench --features "${FEATURES:-cuda}"
-# The daemon too, for `scripts/gpu-run.sh coldstart` (daemon start to first proof).
-cargo build --profile "$profile" -p cuzk-daemon --features cuda
+# The daemon too, for `scripts/gpu-run.sh coldstart` (daemon start to first
+# proof), and the operator's tool (status, timeline charts).
+cargo build --profile "$profile" -p cuzk-daemon -p cuzk-ctl --features cuzk-daemon/cuda
 rm -rf .gpu && mkdir -p .gpu
 strip -o .gpu/cuzk-bench "$CARGO_TARGET_DIR/$profile/cuzk-bench"
 strip -o .gpu/cuzk-daemon "$CARGO_TARGET_DIR/$profile/cuzk-daemon"
+strip -o .gpu/cuzk-ctl "$CARGO_TARGET_DIR/$profile/cuzk-ctl"
 # The GPU tests: cargo prints each test executable it builds.
 tests=$(cargo test --release --features cuzk-core/cuda,cuzk-core/fault-injection,cuzk-sys/cuda -p cuzk-sys -p cuzk-core -p cuzk-filecoin \
   --test gpu --no-run --message-format=json 2>/dev/null |
@@ -28,5 +30,5 @@ for line in sys.stdin:
 echo "$tests" | while read -r package exe; do
   strip -o ".gpu/gpu-test-$package" "$exe"
 done
-for f in .gpu/cuzk-bench .gpu/cuzk-daemon .gpu/gpu-test-*; do xz -T2 -6 -f "$f"; done
+for f in .gpu/cuzk-bench .gpu/cuzk-daemon .gpu/cuzk-ctl .gpu/gpu-test-*; do xz -T2 -6 -f "$f"; done
 ls -la .gpu/

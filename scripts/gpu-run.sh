@@ -46,6 +46,9 @@ bin=/tmp/cuzk-bench
 # Carried xz-compressed: the stripped binary (two sppark-based CUDA libraries,
 # fat binaries for several GPU generations) is over the carry limit.
 xz -dc .gpu/cuzk-bench.xz >"$bin" && chmod +x "$bin" || exit 1
+# The operator's tool: status polls and timeline charts.
+ctl=/tmp/cuzk-ctl
+if [ -e .gpu/cuzk-ctl.xz ]; then xz -dc .gpu/cuzk-ctl.xz >"$ctl" && chmod +x "$ctl" || exit 1; fi
 nvidia-smi --query-gpu=name,memory.total,memory.used,clocks.sm,clocks.max.sm --format=csv >"$out/nvidia-smi.txt" 2>&1
 cat "$out/nvidia-smi.txt"
 nproc; free -g | head -2
@@ -131,7 +134,7 @@ PY
       2>"$out/engine.log" | tee "$out/batch.log"
     echo "batch exit: ${PIPESTATUS[0]}"
     kill $sampler
-    "$bin" timeline --log "$out/engine.log" --out "$out/timeline-fullscale.svg" 2>&1 | tee "$out/timeline.txt"
+    "$ctl" timeline --log "$out/engine.log" --out "$out/timeline-fullscale.svg" 2>&1 | tee "$out/timeline.txt"
     grep -v TIMELINE "$out/engine.log" | tail -40
     ;;
   witness)
@@ -181,7 +184,7 @@ PY
     # One chart per pass: the log between one "pass" line and the next.
     awk -v dir="$out" '/pass Pass/ {n++} n {print > (dir "/engine-pass" n ".log")}' "$out/engine.log"
     for log in "$out"/engine-pass*.log; do
-      "$bin" timeline --log "$log" --out "${log%.log}.svg" 2>&1 | tee "${log%.log}-timeline.txt"
+      "$ctl" timeline --log "$log" --out "${log%.log}.svg" 2>&1 | tee "${log%.log}-timeline.txt"
     done
     grep -v TIMELINE "$out/engine.log" | grep -v UNVERIFI | tail -30
     ;;
@@ -255,7 +258,7 @@ PY
     GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.hugetlb=1} CUZK_LOG=${CUZK_LOG:-info} \
       "$daemon" --config /tmp/cuzk-postload.toml >"$out/daemon-postload.log" 2>&1 &
     dpid=$!
-    for _ in $(seq 300); do "$bin" status --addr http://127.0.0.1:9820 >/dev/null 2>&1 && break; sleep 0.5; done
+    for _ in $(seq 300); do "$ctl" status --addr http://127.0.0.1:9820 >/dev/null 2>&1 && break; sleep 0.5; done
     ( while sleep 1; do nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader; done ) \
       >"$out/nvidia-smi-samples.csv" 2>&1 &
     sampler=$!
@@ -271,7 +274,7 @@ PY
     wait $load; echo "PoRep load exit: $?"; tail -8 "$out/postload-porep.txt"
     kill $sampler; kill -TERM $dpid; wait $dpid
     grep -E "preload|resident|declined" "$out/daemon-postload.log" | grep -v UNVERIFI | tail -20
-    "$bin" timeline --log "$out/daemon-postload.log" --out "$out/timeline-postload.svg" 2>&1 | tail -5
+    "$ctl" timeline --log "$out/daemon-postload.log" --out "$out/timeline-postload.svg" 2>&1 | tail -5
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

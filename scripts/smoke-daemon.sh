@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end smoke test of the release binaries: a daemon on TCP and on a
-# Unix socket, driven by cuzk-bench's subcommands, then stopped with SIGTERM.
+# Unix socket, driven by cuzk-bench and cuzk-ctl, then stopped with SIGTERM.
 # Usage: scripts/smoke-daemon.sh  (after `cargo build --release`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,14 +22,14 @@ start_daemon() {  # $1 = bench --addr value, then the daemon's flags
   "$bin/cuzk-daemon" "$@" --param-cache "$params" --log-level info 2>"$work/daemon.log" &
   daemon_pid=$!
   for _ in $(seq 200); do
-    "$bin/cuzk-bench" status --addr "$addr" >/dev/null 2>&1 && break
+    "$bin/cuzk-ctl" status --addr "$addr" >/dev/null 2>&1 && break
     sleep 0.1
   done
 }
 
 run_against() {  # $1 = daemon --listen value, $2 = bench --addr value
   start_daemon "$2" --listen "$1"
-  "$bin/cuzk-bench" preload --addr "$2" --circuit-id synthetic-v1-n4096-i2
+  "$bin/cuzk-ctl" preload --addr "$2" --circuit-id synthetic-v1-n4096-i2
   "$bin/cuzk-bench" batch --addr "$2" --param-cache "$params" --type synthetic --log2 12 \
     --partitions 2 --count 4 --concurrency 2 | tee "$work/batch.txt"
   grep -q '^verified:      4$' "$work/batch.txt"
@@ -39,8 +39,8 @@ run_against() {  # $1 = daemon --listen value, $2 = bench --addr value
     --partitions 3 --count 2 | tee "$work/shaped.txt"
   grep -q '^checked:       2 by the engine' "$work/shaped.txt"
   test -s "$params/shaped-v1-n4096-i2-s0.params"
-  "$bin/cuzk-bench" status --addr "$2"
-  "$bin/cuzk-bench" metrics --addr "$2" | grep -q 'cuzk_jobs_finished_total{kind="porep",status="completed"} 7'
+  "$bin/cuzk-ctl" status --addr "$2"
+  "$bin/cuzk-ctl" metrics --addr "$2" | grep -q 'cuzk_jobs_finished_total{kind="porep",status="completed"} 7'
   grep -q 'TIMELINE .*event=prover_end' "$work/daemon.log"
   kill -TERM "$daemon_pid"
   wait "$daemon_pid"

@@ -3,7 +3,6 @@
 
 use crate::client::{Client, Outcome, Submission, Target};
 use crate::observe;
-use crate::report::JsonReport;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use cuzk_core::ProofPlan;
@@ -363,7 +362,7 @@ impl TargetRecord {
     fn of(target: &Target) -> Self {
         Self {
             embedded: target.embedded,
-            addr: (!target.embedded).then(|| target.addr.clone()),
+            addr: (!target.embedded).then(|| target.daemon.addr.clone()),
         }
     }
 }
@@ -494,7 +493,7 @@ pub async fn run(args: BatchArgs) -> anyhow::Result<()> {
     if args.count == 0 || args.concurrency == 0 {
         bail!("--count and --concurrency must be at least 1");
     }
-    let json = JsonReport::start("batch", args.proof.json.as_deref());
+    let json = crate::report::start("batch", args.proof.json.as_deref());
     let proof = args.proof.clone();
     let (_, plan, unverifiable) = proof.submission(0)?;
     if let Some(reason) = &unverifiable {
@@ -1104,7 +1103,7 @@ struct SingleResults {
 
 /// `cuzk-bench single`: one proof, with its details.
 pub async fn single(args: ProofArgs) -> anyhow::Result<()> {
-    let json = JsonReport::start("single", args.json.as_deref());
+    let json = crate::report::start("single", args.json.as_deref());
     let client = Client::connect(&args.target).await?;
     let report = prove_one(&client, &args, 0).await;
     let results = SingleResults {

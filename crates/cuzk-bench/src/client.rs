@@ -1,13 +1,13 @@
 //! One interface over the two ways the bench reaches an engine: a daemon
 //! over gRPC (TCP or Unix socket) or an engine in this process.
 
-use anyhow::Context;
 use clap::Args;
 use cuzk_core::backend::Residency;
+use cuzk_ctl::daemon::{DaemonArgs, DaemonClient};
 use cuzk_daemon::setup::{gpu_backends, plan_sources, EngineSetup};
 use cuzk_daemon::wire;
 use cuzk_engine::{Engine, EngineConfig};
-use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};
+use cuzk_proto::v1 as pb;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,9 +15,9 @@ use std::time::Duration;
 /// Where the engine is.
 #[derive(Args, Debug, Clone)]
 pub struct Target {
-    /// Daemon address: http://host:port or unix:///path.
-    #[arg(long, default_value = "http://127.0.0.1:9820")]
-    pub addr: String,
+    /// The daemon (address, TLS, token), unless `--embedded`.
+    #[command(flatten)]
+    pub daemon: DaemonArgs,
     /// Run an engine in this process instead of talking to a daemon.
     #[arg(long)]
     pub embedded: bool,
@@ -45,39 +45,9 @@ pub struct Target {
     /// proofs, as a daemon with `[benchmark] allow_unverifiable = true` does.
     #[arg(long)]
     pub allow_unverifiable: bool,
-    /// CA certificate (PEM) to trust for an `https://` daemon address
-    /// (default: $CUZK_TLS_CA, else the system's roots).
-    #[arg(long)]
-    pub tls_ca: Option<PathBuf>,
-    /// Client certificate and key (PEM) for a daemon that requires them.
-    #[arg(long, requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    /// Client key (PEM), with --tls-cert.
-    #[arg(long, requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-    /// Name to check the daemon's certificate against (default: the host).
-    #[arg(long)]
-    pub tls_domain: Option<String>,
-    /// File holding the daemon's bearer token (default: $CUZK_AUTH_TOKEN,
-    /// $CUZK_AUTH_TOKEN_FILE).
-    #[arg(long)]
-    pub auth_token_file: Option<PathBuf>,
 }
 
 impl Target {
-    /// TLS and token settings: the flags, over the environment's.
-    fn client_options(&self) -> anyhow::Result<cuzk_proto::ClientOptions> {
-        let mut options = cuzk_proto::ClientOptions::from_env()?;
-        if let Some(path) = &self.auth_token_file {
-            options = options.token_file(path)?;
-        }
-        options.tls_ca = self.tls_ca.clone().or(options.tls_ca);
-        options.tls_cert = self.tls_cert.clone().or(options.tls_cert);
-        options.tls_key = self.tls_key.clone().or(options.tls_key);
-        options.tls_domain = self.tls_domain.clone().or(options.tls_domain);
-        Ok(options)
-    }
-
     /// The parameter directory: `--param-cache`, else
     /// FIL_PROOFS_PARAMETER_CACHE, else cuzk's default (the daemon's rule).
     pub fn param_cache(&self) -> PathBuf {
@@ -97,7 +67,7 @@ pub type Outcome = pb::AwaitProofResponse;
 
 #[derive(Clone, Debug)]
 pub enum Client {
-    Remote(ProvingEngineClient<cuzk_proto::AuthChannel>),
+    Remote(DaemonClient),
     Embedded(Arc<Engine>),
 }
 
@@ -127,14 +97,7 @@ impl Client {
             let engine = tokio::task::spawn_blocking(move || setup.start()).await??;
             return Ok(Client::Embedded(Arc::new(engine)));
         }
-        let channel = cuzk_proto::connect_with(&target.addr, &target.client_options()?)
-            .await
-            .with_context(|| format!("connecting to {}", target.addr))?;
-        Ok(Client::Remote(
-            ProvingEngineClient::new(channel)
-                .max_decoding_message_size(cuzk_proto::MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(cuzk_proto::MAX_MESSAGE_BYTES),
-        ))
+        Ok(Client::Remote(target.daemon.connect().await?))
     }
 
     pub async fn submit(&self, s: &Submission) -> anyhow::Result<(String, u32)> {

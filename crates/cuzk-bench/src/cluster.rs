@@ -148,7 +148,7 @@ pub fn run(args: ClusterClaimsArgs) -> anyhow::Result<()> {
     if let (Some(node), Some(schema)) = (&args.worker, &args.schema) {
         return runtime.block_on(worker(&database, schema, node, &args));
     }
-    let report = crate::report::JsonReport::start("cluster-claims", args.json.as_deref());
+    let report = crate::report::start("cluster-claims", args.json.as_deref());
     let mut rows = Vec::new();
     runtime.block_on(async {
         let mut one_daemon_rate = None;

@@ -11,7 +11,6 @@
 
 use crate::batch::{prove_one, status_name, ProofArgs, ProofRecord};
 use crate::client::Client;
-use crate::report::JsonReport;
 use anyhow::{bail, Context};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -104,7 +103,7 @@ impl Drop for Daemon {
 }
 
 pub async fn run(args: ColdStartArgs) -> anyhow::Result<()> {
-    let json = JsonReport::start("cold-start", args.request.json.as_deref());
+    let json = crate::report::start("cold-start", args.request.json.as_deref());
     if args.request.target.embedded {
         bail!("cold-start spawns a daemon: --embedded does not apply");
     }

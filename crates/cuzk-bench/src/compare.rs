@@ -61,7 +61,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     if args.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
-    let json = crate::report::JsonReport::start("compare-cpu", args.json.as_deref());
+    let json = crate::report::start("compare-cpu", args.json.as_deref());
     let mut rows = Vec::new();
     let cache = ParameterCache::new(
         args.param_cache

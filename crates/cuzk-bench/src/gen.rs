@@ -25,7 +25,7 @@ pub struct GenArgs {
     /// --out (a directory) with its generation record (read trusted by a
     /// daemon with `[benchmark] allow_unverifiable`) and the circuit's
     /// compiled R1CS file.
-    #[arg(long, value_parser = crate::real::parse_spec, conflicts_with_all = ["shape", "log2", "constraints"])]
+    #[arg(long, value_parser = crate::real_inputs::parse_spec, conflicts_with_all = ["shape", "log2", "constraints"])]
     real: Option<cuzk_filecoin::structure::StructureSpec>,
     /// 2^K constraints.
     #[arg(long)]

@@ -295,7 +295,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
     if args.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
-    let json = crate::report::JsonReport::start("gpu-bench", args.json.as_deref());
+    let json = crate::report::start("gpu-bench", args.json.as_deref());
     let mut results = GpuResults {
         mode: if args.witness { "witness" } else { "prove" }.into(),
         residency: format!("{:?}", args.residency).to_lowercase(),

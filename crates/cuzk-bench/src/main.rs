@@ -1,24 +1,25 @@
-//! `cuzk-bench`: drives cuzk end to end and measures it.
+//! `cuzk-bench`: drives cuzk end to end and measures it, and generates
+//! what the measurements need (parameters, fixtures, requests). The
+//! operator's commands (doctor, status, preload, metrics, timeline) are
+//! `cuzk-ctl`'s.
 
-mod admin;
 mod batch;
 mod bellperson_synthesis;
 mod client;
 mod cluster;
 mod cold_start;
 mod compare;
-mod doctor;
 mod fixtures;
 mod gen;
 mod gpu;
 mod observe;
 mod params;
-mod real;
 mod real_c2;
+mod real_inputs;
+mod real_synthesis;
 mod report;
 mod supraseal;
 mod synthesis;
-mod timeline;
 
 use clap::{Parser, Subcommand};
 
@@ -39,21 +40,6 @@ enum Command {
     Single(batch::ProofArgs),
     /// Prove N proofs with J in flight, check each, print the batch summary.
     Batch(batch::BatchArgs),
-    /// The daemon's devices, parameters and queues.
-    Status(client::Target),
-    /// Load a circuit's parameters (e.g. synthetic-v1-n65536-i2).
-    Preload {
-        #[command(flatten)]
-        target: client::Target,
-        /// Circuit id.
-        #[arg(long)]
-        circuit_id: String,
-    },
-    /// The daemon's Prometheus metrics.
-    Metrics(client::Target),
-    /// Check this host before proving (GPUs, VRAM, huge pages, memory
-    /// budget, parameter files, the daemon) and say what to fix.
-    Doctor(doctor::DoctorArgs),
     /// Our CPU prover against bellperson's on the same circuit, side by side.
     CompareCpu(compare::CompareArgs),
     /// GPU partition prove time at full scale, optionally beside supraseal-c2.
@@ -66,17 +52,15 @@ enum Command {
     GenParams(params::GenParamsArgs),
     /// A PoRep partition's synthesis by cuzk against bellperson's, side by side.
     CompareSynthesis(synthesis::CompareSynthesisArgs),
-    /// Draw a log's TIMELINE events as an SVG chart (one row per worker).
-    Timeline(timeline::TimelineArgs),
     /// Write requests of production sectors' exact structure (random values,
     /// no sealing) for `single` / `batch`: porep-32g, window-post-32g, ...
-    RealInputs(real::RealInputsArgs),
+    RealInputs(real_inputs::RealInputsArgs),
     /// The cluster queue's coordination cost: simulated daemons drain a
     /// PostgreSQL job queue (claim, wait, finish), 1 to 64 of them.
     ClusterClaims(cluster::ClusterClaimsArgs),
     /// One real partition's host side at full size (circuit build, compiled
     /// R1CS, witness, a/b/c, synthesis), its input made in memory: one JSON line.
-    RealSynthesis(real::RealSynthesisArgs),
+    RealSynthesis(real_synthesis::RealSynthesisArgs),
     /// Time from a daemon's start to its first proof: spawns cuzk-daemon
     /// with a config, submits one request (the `single` flags), reports
     /// `time_to_first_proof_s` and the setup phases.
@@ -91,7 +75,7 @@ fn main() -> anyhow::Result<()> {
     // These capture bellperson's `log` records themselves.
     let command = match command {
         Command::CompareSynthesis(args) => return synthesis::run(args),
-        Command::RealSynthesis(args) => return real::run_synthesis(args),
+        Command::RealSynthesis(args) => return real_synthesis::run(args),
         other => other,
     };
     tracing_subscriber::fmt()
@@ -106,8 +90,7 @@ fn main() -> anyhow::Result<()> {
         Command::GenSrs(args) => return gen::run(args),
         Command::Fixtures(args) => return fixtures::run(args),
         Command::GenParams(args) => return params::run(args),
-        Command::Timeline(args) => return timeline::run(args),
-        Command::RealInputs(args) => return real::run_inputs(args),
+        Command::RealInputs(args) => return real_inputs::run(args),
         Command::RealC2(args) => return real_c2::run(args),
         Command::ClusterClaims(args) => return cluster::run(args),
         other => other,
@@ -118,24 +101,12 @@ fn main() -> anyhow::Result<()> {
             Command::Single(args) => batch::single(args).await,
             Command::ColdStart(args) => cold_start::run(args).await,
             Command::Batch(args) => batch::run(args).await,
-            Command::Status(target) => admin::status(target).await,
-            Command::Preload { target, circuit_id } => admin::preload(target, circuit_id).await,
-            Command::Metrics(target) => admin::metrics(target).await,
-            Command::Doctor(args) => {
-                // A failed check is an answer, not an error: exit 1
-                // without an error trace.
-                if !doctor::run(args).await? {
-                    std::process::exit(1);
-                }
-                Ok(())
-            }
             Command::CompareCpu(_)
             | Command::GpuBench(_)
             | Command::GenSrs(_)
             | Command::Fixtures(_)
             | Command::GenParams(_)
             | Command::CompareSynthesis(_)
-            | Command::Timeline(_)
             | Command::RealInputs(_)
             | Command::RealSynthesis(_)
             | Command::RealC2(_)

@@ -211,7 +211,7 @@ fn gpu_busy_seconds(metrics: &str) -> f64 {
 }
 
 pub fn run(args: RealC2Args) -> anyhow::Result<()> {
-    let report = crate::report::JsonReport::start("real-c2", args.json.as_deref());
+    let report = crate::report::start("real-c2", args.json.as_deref());
     let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
     let slots = args
         .sequential_slots
@@ -312,7 +312,7 @@ fn run_pass(
 ) -> anyhow::Result<serde_json::Value> {
     let witness = time_one_witness(&plans, setup)?;
     // Each pass's peak is its own (where the kernel lets it be reset).
-    let peak_reset = crate::real::reset_peak_rss();
+    let peak_reset = crate::real_synthesis::reset_peak_rss();
     let started = Instant::now();
     let params = parameters_of_shape(&setup.shape, 1);
     let params_time = started.elapsed();
@@ -445,9 +445,12 @@ struct WitnessAlone {
 fn time_one_witness(plans: &FilecoinPlans, setup: &Setup) -> anyhow::Result<WitnessAlone> {
     let plan = plans.plan(&setup.request).context("not a Filecoin request")??;
     let natives = cuzk_filecoin::plans::native_witnesses();
-    let (started, cpu) = (Instant::now(), crate::real::cpu_seconds());
+    let (started, cpu) = (Instant::now(), crate::real_synthesis::cpu_seconds());
     let data = plan.synthesize_witness(0)?;
-    let (wall_s, core_seconds) = (started.elapsed().as_secs_f64(), crate::real::cpu_seconds() - cpu);
+    let (wall_s, core_seconds) = (
+        started.elapsed().as_secs_f64(),
+        crate::real_synthesis::cpu_seconds() - cpu,
+    );
     drop(data);
     let generator = generator(cuzk_filecoin::plans::native_witnesses() - natives, 1);
     eprintln!("one witness alone ({generator}): {wall_s:.2} s wall, {core_seconds:.1} core-s");

@@ -19,7 +19,7 @@
 //! time.
 
 use crate::bellperson_synthesis;
-use crate::real::cpu_seconds;
+use crate::real_synthesis::cpu_seconds;
 use clap::Args;
 use cuzk_core::Scalar;
 use cuzk_filecoin::plans::FilecoinProof;
@@ -88,7 +88,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.repeat > 0, "--repeat must be at least 1");
-    let json = crate::report::JsonReport::start("compare-synthesis", args.json.as_deref());
+    let json = crate::report::start("compare-synthesis", args.json.as_deref());
     bellperson_synthesis::capture()?;
     let dir = cuzk_filecoin::settings::init_with(
         args.param_cache.as_deref(),

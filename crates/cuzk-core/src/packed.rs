@@ -274,6 +274,36 @@ impl PackedScalars {
         self.len += 1;
     }
 
+    /// Appends the low `count` bits of `bits` (at most 64), bit 0 first:
+    /// as many [`push_bit`](Self::push_bit)s, a word at a time.
+    #[inline]
+    pub fn push_bits(&mut self, bits: u64, count: u32) {
+        assert!(count <= 64, "at most 64 bits at a time");
+        if count == 0 {
+            return;
+        }
+        let bits = if count == 64 {
+            bits
+        } else {
+            bits & ((1 << count) - 1)
+        };
+        let shift = (self.len % 64) as u32;
+        if shift == 0 {
+            self.ones.push(bits);
+            self.wide.push(0);
+            self.wide_before.push(self.wide_index());
+        } else {
+            let last = self.ones.len() - 1;
+            self.ones[last] |= bits << shift;
+            if shift + count > 64 {
+                self.ones.push(bits >> (64 - shift));
+                self.wide.push(0);
+                self.wide_before.push(self.wide_index());
+            }
+        }
+        self.len += count as usize;
+    }
+
     /// Appends a value (a bit when it is 0 or 1).
     #[inline]
     pub fn push(&mut self, value: Scalar) {
@@ -529,6 +559,37 @@ mod tests {
                 _ => Scalar::random(&mut rng),
             })
             .collect()
+    }
+
+    #[test]
+    fn bits_pushed_a_word_at_a_time_equal_bits_pushed_one_by_one() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for lead in [0usize, 1, 31, 63, 64, 65] {
+            let (mut one_by_one, mut at_once) = (PackedScalars::default(), PackedScalars::default());
+            for i in 0..lead {
+                // A wide value among the leading ones: its count must follow.
+                let value = if i == 5 {
+                    Scalar::from(7u64)
+                } else {
+                    Scalar::from(i as u64 % 2)
+                };
+                one_by_one.push(value);
+                at_once.push(value);
+            }
+            for count in [1u32, 7, 32, 33, 35, 63, 64, 0, 64, 2] {
+                let bits: u64 = rng.gen();
+                for j in 0..count {
+                    one_by_one.push_bit(bits >> j & 1 == 1);
+                }
+                at_once.push_bits(bits, count);
+            }
+            one_by_one.push(Scalar::from(9u64));
+            at_once.push(Scalar::from(9u64));
+            assert_eq!(at_once.len(), one_by_one.len(), "lead {lead}");
+            assert_eq!(at_once.to_scalars(), one_by_one.to_scalars(), "lead {lead}");
+            assert_eq!(at_once.ones, one_by_one.ones, "lead {lead}");
+            assert_eq!(at_once.wide_before, one_by_one.wide_before, "lead {lead}");
+        }
     }
 
     #[test]

@@ -54,8 +54,8 @@ pub struct Engine {
 impl Engine {
     /// Starts the worker threads (`config.workers_per_backend` prover
     /// workers for each of `backends`; the CPU backend when it is empty)
-    /// and preloads the configured parameters. Requests are planned by the
-    /// first of `sources` that claims them.
+    /// and, on a thread of its own, preloads the configured parameters.
+    /// Requests are planned by the first of `sources` that claims them.
     pub fn start(
         config: EngineConfig,
         backends: Vec<Arc<dyn ProverBackend>>,
@@ -142,19 +142,6 @@ impl Engine {
                     .with_label_values(&[&index.to_string()]);
             }
         }
-        // A preload that fails (a file not yet downloaded, a typo) is
-        // logged and skipped: the daemon serves everything else, and a job
-        // that needs the missing parameters is refused at submission,
-        // naming the file.
-        for id in &shared.config.preload {
-            match preload(&shared, id) {
-                Ok((_, took)) => tracing::info!(circuit_id = %id, ms = took.as_millis() as u64, "preloaded"),
-                Err(e) => {
-                    tracing::error!(circuit_id = %id, error = %e, "preload failed; continuing without it")
-                }
-            }
-        }
-
         let (finish_tx, finish_rx) = mpsc::channel::<FinishItem>();
         let finish_rx = Arc::new(Mutex::new(finish_rx));
         let mut threads = Vec::new();
@@ -211,6 +198,34 @@ impl Engine {
             threads.push(spawn(
                 "janitor".into(),
                 Box::new(move || janitor(&shared, &janitor_rx)),
+            )?);
+        }
+        // The configured preloads run on a thread of their own, so the
+        // engine serves from its start (a status call answers at once),
+        // and a request that comes during a preload is accepted and waits
+        // for the same parameters and R1CS (each loaded once) rather than
+        // loading them again. A preload that
+        // fails (a file not yet downloaded, a typo) is logged and skipped:
+        // the daemon serves everything else, and a job that needs the
+        // missing parameters is refused at submission, naming the file.
+        if !shared.config.preload.is_empty() {
+            let shared = Arc::clone(&shared);
+            threads.push(spawn(
+                "preload".into(),
+                Box::new(move || {
+                    for id in &shared.config.preload {
+                        match preload(&shared, id) {
+                            Ok((_, took)) => {
+                                tracing::info!(circuit_id = %id, ms = took.as_millis() as u64, "preloaded")
+                            }
+                            Err(e) => tracing::error!(
+                                circuit_id = %id,
+                                error = %e,
+                                "preload failed; continuing without it"
+                            ),
+                        }
+                    }
+                }),
             )?);
         }
         Ok(Self {

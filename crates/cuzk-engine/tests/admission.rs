@@ -19,6 +19,8 @@ fn request(spec: &SyntheticSpec) -> ProofRequest {
 /// A gate a test opens when it is ready.
 #[derive(Debug, Default)]
 struct Gate {
+    /// Loads that reached the gate.
+    passes: std::sync::atomic::AtomicUsize,
     open: Mutex<bool>,
     changed: Condvar,
     waiting: Mutex<bool>,
@@ -27,6 +29,7 @@ struct Gate {
 
 impl Gate {
     fn pass(&self) {
+        self.passes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         *self.waiting.lock().unwrap() = true;
         self.arrived.notify_all();
         let mut open = self.open.lock().unwrap();
@@ -122,6 +125,51 @@ fn status_submit_and_cancel_answer_while_parameters_load() {
     gate.open();
     let result = wait(&engine, &first.job_id);
     assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+}
+
+/// Issue 36: the configured preloads run beside the engine, not before it
+/// serves. Before, `Engine::start` (and so the daemon's listener) waited
+/// for every preload: a status call went unanswered for the length of a
+/// 45 GiB read, and a request could not overlap its witness with it. Now
+/// the engine starts while the preload's parameters load, answers status,
+/// and a job for that circuit waits for the same load (one load, not two)
+/// and is proved.
+#[test]
+fn the_engine_serves_while_its_preload_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Arc::new(Gate::default());
+    let source = Arc::new(SlowParameters {
+        inner: synthetic(dir.path()),
+        gate: Arc::clone(&gate),
+    });
+    let s = spec(SIZE, 1, 3);
+    let circuit_id = source.plan(&request(&s)).unwrap().unwrap().circuit_id();
+    let config = EngineConfig {
+        preload: vec![circuit_id],
+        ..EngineConfig::default()
+    };
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let starting_source: Arc<dyn PlanSource> = source;
+    std::thread::spawn(move || {
+        let _ = started_tx.send(Engine::start(config, Vec::new(), vec![starting_source]));
+    });
+    let engine = started_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the engine did not start while its preload waited")
+        .unwrap();
+    gate.wait_for_arrival(); // the preload's load is in progress
+    let status = engine.status();
+    assert_eq!(status.srs.len(), 1);
+    assert_eq!(status.srs[0].tier, cuzk_engine::Tier::Cold, "loading");
+    let job = engine.submit(request(&s)).unwrap();
+    gate.open();
+    let result = wait(&engine, &job.job_id);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    assert_eq!(
+        gate.passes.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the job loaded the parameters again"
+    );
 }
 
 /// Regression (issue 12.3): `{"constraints":134217728,"partitions":64}` was

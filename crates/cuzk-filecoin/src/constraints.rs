@@ -2,7 +2,7 @@
 //! budget (an upper estimate is enough: the engine reserves memory for a
 //! partition before synthesising it). The exact counts are pinned by the
 //! tests: `tests/circuits.rs` on sealed 2 KiB sectors, `tests/structure.rs`
-//! on real-structure inputs ([`crate::structure`]) at every size, by a
+//! on real-structure inputs (`cuzk_filecoin::structure`) at every size, by a
 //! counting constraint system (the full-size ones with `--ignored`).
 //!
 //! Figures: storage-proofs 19.1 circuits, the circuit's own constraints
@@ -10,8 +10,21 @@
 //! included), rounded up. Counted on real-structure inputs (issue 13), they
 //! equal REFERENCE.md's workload table.
 
+use cuzk_core::ProofKind;
+
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
+
+/// Constraints per partition and partitions per proof of `kind` at
+/// `sector_size` (a WindowPoSt job is one partition).
+pub fn partition_shape(kind: ProofKind, sector_size: u64) -> (usize, usize) {
+    match kind {
+        ProofKind::PorepSealCommit => (porep(sector_size), porep_partitions(sector_size)),
+        ProofKind::WinningPost => (winning(sector_size), 1),
+        ProofKind::WindowPostPartition => (window(sector_size), 1),
+        ProofKind::SnapDealsUpdate => (snap(sector_size), snap_partitions(sector_size)),
+    }
+}
 
 /// PoRep partition: 2,687,921 (2 KiB), 3,844,929 (8 MiB), 4,423,433
 /// (512 MiB), 130,278,541 (32 GiB) and 131,185,849 (64 GiB), with 40

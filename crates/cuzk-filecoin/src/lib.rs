@@ -8,14 +8,17 @@
 //! - [`plans`]: the partition plans the engine runs ([`plan_for`]).
 //! - [`source`]: [`FilecoinPlans`], the engine's plan source for all of them.
 //! - [`params`]: official parameter file names, and generating test-size ones.
-//! - [`fixtures`]: sealing test sectors to get C1 outputs and vanilla proofs.
-//! - [`structure`]: real-structure inputs: requests of production sectors'
-//!   exact structure with random values, made in memory without sealing.
+//! - `fixtures` (feature `test-inputs`): sealing test sectors to get C1
+//!   outputs and vanilla proofs.
+//! - `structure` (feature `test-inputs`): real-structure inputs: requests
+//!   of production sectors' exact structure with random values, made in
+//!   memory without sealing, for measurements and tests.
 //! - [`settings`]: the `FIL_PROOFS_*` settings, set before filecoin-proofs reads them.
 //! - [`validate`]: checks of untrusted inputs before the Filecoin crates see
 //!   them, and the guard that turns a panic in them into an error.
 
 pub mod constraints;
+#[cfg(feature = "test-inputs")]
 pub mod fixtures;
 pub mod names;
 pub mod native;
@@ -25,6 +28,7 @@ pub mod registry;
 pub mod request;
 pub mod settings;
 pub mod source;
+#[cfg(feature = "test-inputs")]
 pub mod structure;
 pub mod trust;
 pub mod validate;

@@ -206,6 +206,8 @@ impl CudaBackend {
 
     /// Turns the upload ahead of the device lock on (the default) or off:
     /// off, every partition uploads inside its region, as before issue 15.
+    /// For measurement (`gpu-bench`) and checks only.
+    #[cfg(feature = "measurement")]
     pub fn set_upload_ahead(&self, on: bool) {
         self.upload_ahead.store(on, Ordering::Relaxed);
     }

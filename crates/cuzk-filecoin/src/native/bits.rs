@@ -12,6 +12,30 @@ pub trait Aux {
     fn bit(&mut self, value: bool);
     /// One allocated field element.
     fn element(&mut self, value: Scalar);
+    /// `count` allocated bits (at most 64), bit 0 of `values` first: a
+    /// word's worth at once where the destination can take it.
+    fn bits(&mut self, values: u64, count: u32) {
+        for i in 0..count {
+            self.bit(values >> i & 1 == 1);
+        }
+    }
+}
+
+/// The bits of `values` at the positions set in `mask`, lowest first, as
+/// allocated bits.
+fn masked_bits(aux: &mut impl Aux, values: u32, mask: u32) {
+    if mask == u32::MAX {
+        aux.bits(u64::from(values), 32);
+        return;
+    }
+    let (mut packed, mut count, mut rest) = (0u64, 0u32, mask);
+    while rest != 0 {
+        let i = rest.trailing_zeros();
+        packed |= u64::from(values >> i & 1) << count;
+        count += 1;
+        rest &= rest - 1;
+    }
+    aux.bits(packed, count);
 }
 
 /// The aux assignment as the gadget path gives it: one scalar a variable.
@@ -154,60 +178,161 @@ pub fn pack_bits(aux: &mut impl Aux, bits: &[Bit]) -> Scalar {
     value
 }
 
-/// A 32-bit word as `UInt32` holds it: its bits, least significant first.
+/// A 32-bit word as `UInt32` holds it, as three masks over its bits
+/// (bit `i` of each is the word's bit `i`, least significant first): the
+/// value, which bits are constants, and which are negations of an
+/// allocated bit (never a constant). The operations work a word at a time
+/// where every operand bit is allocated (SHA-256 after its first rounds)
+/// and bit by bit ([`Bit`]'s operations) where constants fold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Word(pub [Bit; 32]);
+pub struct Word {
+    value: u32,
+    constant: u32,
+    negated: u32,
+}
 
 impl Word {
     /// A constant word.
     pub fn constant(value: u32) -> Word {
-        Word(std::array::from_fn(|i| Bit::Constant(value >> i & 1 == 1)))
+        Word {
+            value,
+            constant: u32::MAX,
+            negated: 0,
+        }
+    }
+
+    /// The word of these bits, least significant first.
+    fn from_bits(bits: &[Bit; 32]) -> Word {
+        let mut word = Word {
+            value: 0,
+            constant: 0,
+            negated: 0,
+        };
+        for (i, bit) in bits.iter().enumerate() {
+            word.value |= u32::from(bit.value()) << i;
+            match bit {
+                Bit::Constant(_) => word.constant |= 1 << i,
+                Bit::Not(_) => word.negated |= 1 << i,
+                Bit::Is(_) => {}
+            }
+        }
+        word
     }
 
     /// The word of 32 bits given most significant first (`from_bits_be`).
     pub fn from_bits_be(bits: &[Bit]) -> Word {
         assert_eq!(bits.len(), 32, "a word is 32 bits");
-        Word(std::array::from_fn(|i| bits[31 - i]))
+        Word::from_bits(&std::array::from_fn(|i| bits[31 - i]))
+    }
+
+    /// Bit `i` (least significant first).
+    pub fn bit(&self, i: usize) -> Bit {
+        let value = self.value >> i & 1 == 1;
+        if self.constant >> i & 1 == 1 {
+            Bit::Constant(value)
+        } else if self.negated >> i & 1 == 1 {
+            Bit::Not(!value)
+        } else {
+            Bit::Is(value)
+        }
+    }
+
+    /// Its bits, least significant first.
+    fn bits(&self) -> [Bit; 32] {
+        std::array::from_fn(|i| self.bit(i))
     }
 
     /// Its bits, most significant first (`into_bits_be`).
     pub fn bits_be(&self) -> impl Iterator<Item = Bit> + '_ {
-        self.0.iter().rev().copied()
+        (0..32).rev().map(|i| self.bit(i))
     }
 
     /// Its value.
     pub fn value(&self) -> u32 {
-        self.0
-            .iter()
-            .enumerate()
-            .fold(0, |v, (i, b)| v | u32::from(b.value()) << i)
+        self.value
+    }
+
+    /// The values of the allocated bits (the bit a negation negates).
+    fn allocated_values(&self) -> u32 {
+        self.value ^ self.negated
+    }
+
+    /// Whether every bit is allocated (or a negation of one).
+    fn is_allocated(&self) -> bool {
+        self.constant == 0
     }
 
     /// Rotated right by `by` (allocates nothing).
     pub fn rotr(&self, by: usize) -> Word {
-        Word(std::array::from_fn(|i| self.0[(i + by) % 32]))
+        let by = by as u32;
+        Word {
+            value: self.value.rotate_right(by),
+            constant: self.constant.rotate_right(by),
+            negated: self.negated.rotate_right(by),
+        }
     }
 
-    /// Shifted right by `by`, zeros in (allocates nothing).
+    /// Shifted right by `by` (below 32), zeros in (allocates nothing).
     pub fn shr(&self, by: usize) -> Word {
-        Word(std::array::from_fn(|i| {
-            self.0.get(i + by).copied().unwrap_or(Bit::Constant(false))
-        }))
+        assert!(by < 32, "a shift within the word");
+        Word {
+            value: self.value >> by,
+            constant: self.constant >> by | !(u32::MAX >> by),
+            negated: self.negated >> by,
+        }
     }
 
-    /// Bitwise XOR, least significant bit first (`UInt32::xor`).
+    /// Bitwise XOR, least significant bit first (`UInt32::xor`): per bit
+    /// as [`Bit::xor`], a constant operand folding (the other bit, negated
+    /// for a constant one), else one bit allocated (the XOR of the two
+    /// allocated bits, a negation when exactly one operand is).
     pub fn xor(aux: &mut impl Aux, a: &Word, b: &Word) -> Word {
-        Word(std::array::from_fn(|i| Bit::xor(aux, a.0[i], b.0[i])))
+        let both = !a.constant & !b.constant;
+        masked_bits(aux, a.allocated_values() ^ b.allocated_values(), both);
+        let only_b = a.constant & !b.constant;
+        let only_a = b.constant & !a.constant;
+        Word {
+            value: a.value ^ b.value,
+            constant: a.constant & b.constant,
+            negated: both & (a.negated ^ b.negated)
+                | only_b & (b.negated ^ a.value)
+                | only_a & (a.negated ^ b.value),
+        }
     }
 
-    /// Bitwise `ch` (`UInt32::sha256_ch`).
+    /// Bitwise `ch` (`UInt32::sha256_ch`): with every bit allocated, one
+    /// bit each, the value of `ch`; otherwise bit by bit ([`Bit::ch`]).
     pub fn ch(aux: &mut impl Aux, a: &Word, b: &Word, c: &Word) -> Word {
-        Word(std::array::from_fn(|i| Bit::ch(aux, a.0[i], b.0[i], c.0[i])))
+        if a.is_allocated() && b.is_allocated() && c.is_allocated() {
+            let value = (a.value & b.value) ^ (!a.value & c.value);
+            aux.bits(u64::from(value), 32);
+            return Word {
+                value,
+                constant: 0,
+                negated: 0,
+            };
+        }
+        let (a, b, c) = (a.bits(), b.bits(), c.bits());
+        Word::from_bits(&std::array::from_fn(|i| Bit::ch(aux, a[i], b[i], c[i])))
     }
 
-    /// Bitwise `maj` (`UInt32::sha256_maj`).
+    /// Bitwise `maj` (`UInt32::sha256_maj`): with every bit allocated, two
+    /// bits each, the majority then `b AND c`; otherwise bit by bit
+    /// ([`Bit::maj`]).
     pub fn maj(aux: &mut impl Aux, a: &Word, b: &Word, c: &Word) -> Word {
-        Word(std::array::from_fn(|i| Bit::maj(aux, a.0[i], b.0[i], c.0[i])))
+        if a.is_allocated() && b.is_allocated() && c.is_allocated() {
+            let value = (a.value & b.value) ^ (a.value & c.value) ^ (b.value & c.value);
+            let b_and_c = b.value & c.value;
+            aux.bits(interleave(value as u16, b_and_c as u16), 32);
+            aux.bits(interleave((value >> 16) as u16, (b_and_c >> 16) as u16), 32);
+            return Word {
+                value,
+                constant: 0,
+                negated: 0,
+            };
+        }
+        let (a, b, c) = (a.bits(), b.bits(), c.bits());
+        Word::from_bits(&std::array::from_fn(|i| Bit::maj(aux, a[i], b[i], c[i])))
     }
 
     /// The sum modulo 2^32 (`UInt32::addmany`, 2 to 10 operands): constant
@@ -220,20 +345,108 @@ impl Word {
             (2..=10).contains(&operands.len()),
             "addmany takes 2 to 10 operands"
         );
-        let sum: u64 = operands.iter().map(|w| u64::from(w.value())).sum();
-        if operands.iter().all(|w| w.0.iter().all(|b| b.is_constant())) {
+        let sum: u64 = operands.iter().map(|w| u64::from(w.value)).sum();
+        if operands.iter().all(|w| w.constant == u32::MAX) {
             return Word::constant(sum as u32);
         }
         let largest = operands.len() as u64 * u64::from(u32::MAX);
-        let allocated = 64 - largest.leading_zeros() as usize;
-        let mut bits = [Bit::Constant(false); 32];
-        for i in 0..allocated {
-            let bit = Bit::alloc(aux, sum >> i & 1 == 1);
-            // The carries beyond 32 are allocated, then dropped.
-            if let Some(slot) = bits.get_mut(i) {
-                *slot = bit;
+        // The carries beyond 32 are allocated, then dropped.
+        aux.bits(sum, 64 - largest.leading_zeros());
+        Word {
+            value: sum as u32,
+            constant: 0,
+            negated: 0,
+        }
+    }
+}
+
+/// `x`'s and `y`'s bits alternately, `x`'s bit 0 first.
+fn interleave(x: u16, y: u16) -> u64 {
+    let spread = |v: u16| {
+        let mut v = u64::from(v);
+        v = (v | v << 8) & 0x00ff_00ff;
+        v = (v | v << 4) & 0x0f0f_0f0f;
+        v = (v | v << 2) & 0x3333_3333;
+        (v | v << 1) & 0x5555_5555
+    };
+    spread(x) | spread(y) << 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// The bit-by-bit operations the word ones must equal: [`Bit`]'s, the
+    /// writers' oracle (tested against the gadgets in sha256.rs).
+    fn by_bits(aux: &mut Vec<Scalar>, a: &Word, b: &Word, op: fn(&mut Vec<Scalar>, Bit, Bit) -> Bit) -> Word {
+        let (a, b) = (a.bits(), b.bits());
+        Word::from_bits(&std::array::from_fn(|i| op(aux, a[i], b[i])))
+    }
+
+    /// A word of random bits of random forms: constants, allocated bits,
+    /// negations; all of one form when `form` says so.
+    fn word(rng: &mut ChaCha8Rng, form: u8) -> Word {
+        Word::from_bits(&std::array::from_fn(|_| {
+            let value = rng.gen();
+            match if form == 3 { rng.gen_range(0..3) } else { form } {
+                0 => Bit::Constant(value),
+                1 => Bit::Is(value),
+                _ => Bit::Not(value),
+            }
+        }))
+    }
+
+    #[test]
+    fn word_operations_equal_the_bit_by_bit_ones() {
+        let mut rng = ChaCha8Rng::seed_from_u64(35);
+        for round in 0..2000 {
+            let forms = [round % 4, (round / 4) % 4, (round / 16) % 4].map(|f| f as u8);
+            let [a, b, c] = forms.map(|f| word(&mut rng, f));
+            for by in [0, 1, 7, 17, 31] {
+                assert_eq!(
+                    a.rotr(by).bits(),
+                    std::array::from_fn(|i| a.bits()[(i + by) % 32])
+                );
+                let shifted: [Bit; 32] =
+                    std::array::from_fn(|i| a.bits().get(i + by).copied().unwrap_or(Bit::Constant(false)));
+                assert_eq!(a.shr(by).bits(), shifted);
+            }
+            let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+            assert_eq!(
+                Word::xor(&mut ours, &a, &b),
+                by_bits(&mut theirs, &a, &b, Bit::xor),
+                "{forms:?}"
+            );
+            let ch_bits: [Bit; 32] =
+                std::array::from_fn(|i| Bit::ch(&mut theirs, a.bit(i), b.bit(i), c.bit(i)));
+            assert_eq!(
+                Word::ch(&mut ours, &a, &b, &c),
+                Word::from_bits(&ch_bits),
+                "{forms:?}"
+            );
+            let maj_bits: [Bit; 32] =
+                std::array::from_fn(|i| Bit::maj(&mut theirs, a.bit(i), b.bit(i), c.bit(i)));
+            assert_eq!(
+                Word::maj(&mut ours, &a, &b, &c),
+                Word::from_bits(&maj_bits),
+                "{forms:?}"
+            );
+            assert_eq!(
+                ours, theirs,
+                "the same bits allocated, in the same order: {forms:?}"
+            );
+            for bit in a.bits() {
+                assert_eq!(Word::from_bits(&[bit; 32]).bit(7), bit);
             }
         }
-        Word(bits)
+    }
+
+    #[test]
+    fn interleaving_alternates_the_bits() {
+        assert_eq!(interleave(0xffff, 0), 0x5555_5555);
+        assert_eq!(interleave(0, 0xffff), 0xaaaa_aaaa);
+        assert_eq!(interleave(0b10, 0b01), 0b0110);
     }
 }

@@ -62,6 +62,9 @@ impl Aux for Assignment {
     fn bit(&mut self, value: bool) {
         self.aux.push_bit(value);
     }
+    fn bits(&mut self, values: u64, count: u32) {
+        self.aux.push_bits(values, count);
+    }
     fn element(&mut self, value: Scalar) {
         self.aux.push(value);
     }

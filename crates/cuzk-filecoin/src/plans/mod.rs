@@ -101,7 +101,7 @@ pub trait FilecoinProof: Send + Sync + fmt::Debug + 'static {
 pub struct PlanOptions {
     /// The benchmark switch (`[benchmark] allow_unverifiable`, off by
     /// default): a request whose vanilla proofs (or Merkle openings) do not
-    /// verify, such as a real-structure input ([`crate::structure`]), is
+    /// verify, such as a real-structure input (`cuzk_filecoin::structure`), is
     /// planned as unverifiable (proved, and its final verification skipped)
     /// instead of refused. Every structural check still runs, so no
     /// malformed input reaches storage-proofs, and a request whose vanilla

@@ -233,6 +233,7 @@ struct DeviceInfoC {
 
 /// `cuzk_gpu_msm_g1` or `cuzk_gpu_msm_g2`: a dense MSM of host points and
 /// Montgomery scalars.
+#[cfg(feature = "measurement")]
 type MsmFn<C> = unsafe extern "C" fn(
     device: i32,
     points: *const <C as BlstCurve>::BlstAffine,
@@ -282,6 +283,7 @@ extern "C" {
         small: *mut SmallOthersC,
         out: *mut PartitionOutC,
     ) -> sppark::Error;
+    #[cfg(feature = "measurement")]
     fn cuzk_gpu_msm_g1(
         device: i32,
         points: *const blst_p1_affine,
@@ -289,6 +291,7 @@ extern "C" {
         n: usize,
         out: *mut blst_p1,
     ) -> sppark::Error;
+    #[cfg(feature = "measurement")]
     fn cuzk_gpu_msm_g2(
         device: i32,
         points: *const blst_p2_affine,
@@ -296,6 +299,7 @@ extern "C" {
         n: usize,
         out: *mut blst_p2,
     ) -> sppark::Error;
+    #[cfg(feature = "measurement")]
     fn cuzk_gpu_msm_g1_wide(
         device: i32,
         points: *const blst_p1_affine,
@@ -304,6 +308,7 @@ extern "C" {
         affine: u32,
         out: *mut blst_p1,
     ) -> sppark::Error;
+    #[cfg(feature = "measurement")]
     fn cuzk_gpu_h_msm_compare(
         srs: *const c_void,
         scalars: *const Scalar,
@@ -313,6 +318,7 @@ extern "C" {
         out: *mut blst_p1,
         ms: *mut f64,
     ) -> sppark::Error;
+    #[cfg(feature = "measurement")]
     fn cuzk_gpu_ntt(device: i32, inout: *mut Scalar, lg: u32, inverse: bool, coset: bool) -> sppark::Error;
 }
 
@@ -595,18 +601,22 @@ impl Drop for Pin {
 }
 
 /// A group's dense GPU MSM entry point.
+#[cfg(feature = "measurement")]
 pub(super) trait GpuCurve: BlstCurve {
     const MSM: MsmFn<Self>;
 }
 
+#[cfg(feature = "measurement")]
 impl GpuCurve for G1Affine {
     const MSM: MsmFn<Self> = cuzk_gpu_msm_g1;
 }
 
+#[cfg(feature = "measurement")]
 impl GpuCurve for G2Affine {
     const MSM: MsmFn<Self> = cuzk_gpu_msm_g2;
 }
 
+#[cfg(feature = "measurement")]
 pub(super) fn msm<C: GpuCurve>(
     device: i32,
     points: &[C],
@@ -621,6 +631,7 @@ pub(super) fn msm<C: GpuCurve>(
 
 /// A dense MSM of host inputs through `kernel(points, scalars, n, out)`
 /// (sppark's, or the wide one).
+#[cfg(feature = "measurement")]
 fn msm_by<C: GpuCurve>(
     points: &[C],
     scalars: &[Scalar],
@@ -638,6 +649,7 @@ fn msm_by<C: GpuCurve>(
     Ok(projective::<C>(out))
 }
 
+#[cfg(feature = "measurement")]
 pub(super) fn ntt(device: i32, values: &mut [Scalar], inverse: bool, coset: bool) -> Result<(), GpuError> {
     // The caller checks that the length is a power of two.
     let lg = values.len().trailing_zeros();
@@ -651,8 +663,8 @@ fn tuning_c(tuning: &super::Tuning) -> TuningC {
         stream_chunk: tuning.stream_chunk,
         msm_window: tuning.msm_window,
         h_msm: tuning.h_msm.code(),
-        h_serial: u32::from(tuning.h_msm_serial),
-        ntts_beside: u32::from(tuning.ntts_beside),
+        h_serial: u32::from(tuning.h_msm_serial()),
+        ntts_beside: u32::from(tuning.ntts_beside()),
     }
 }
 
@@ -710,6 +722,7 @@ pub(super) fn reserve(device: i32, bytes: usize) -> Result<(), GpuError> {
     check(unsafe { cuzk_gpu_reserve(device, bytes, &mut ptr) })
 }
 
+#[cfg(feature = "measurement")]
 pub(super) fn msm_g1_wide(
     device: i32,
     points: &[G1Affine],
@@ -728,6 +741,7 @@ pub(super) fn msm_g1_wide(
     })
 }
 
+#[cfg(feature = "measurement")]
 impl Srs {
     pub(super) fn compare_h_msm(
         &self,

@@ -23,6 +23,11 @@ use no_cuda as backend;
 #[cfg(feature = "fault-injection")]
 pub mod faults;
 
+#[cfg(feature = "measurement")]
+mod measure;
+#[cfg(feature = "measurement")]
+pub use measure::*;
+
 /// A GPU failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GpuError {
@@ -99,14 +104,35 @@ pub struct Tuning {
     /// Run the wide H MSM before the L, A and B MSMs instead of beside
     /// them on a stream of its own (false, the default, where device
     /// memory has room for both working sets). For measurement and checks.
+    #[cfg(feature = "measurement")]
     pub h_msm_serial: bool,
     /// Also run the upload (unless staged ahead) and the NTTs beside the
     /// L, A and B MSMs, on the wide H MSM's stream, where device memory
     /// holds a, b and c through the H MSM. Off by default: on an H200 it
-    /// measured no faster than the NTTs first (the NTTs and the H MSM
-    /// already fill the SMs, BENCHMARKS.md issue 15), and it holds b and c
-    /// (8 GiB at 2^27) through the H MSM. For measurement and checks.
+    /// measured no faster than the NTTs first (BENCHMARKS.md issue 15), and
+    /// it holds b and c through the H MSM. For measurement and checks.
+    #[cfg(feature = "measurement")]
     pub ntts_beside: bool,
+}
+
+impl Tuning {
+    /// [`Tuning::h_msm_serial`] (false without the `measurement` feature).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    fn h_msm_serial(&self) -> bool {
+        #[cfg(feature = "measurement")]
+        return self.h_msm_serial;
+        #[cfg(not(feature = "measurement"))]
+        false
+    }
+
+    /// [`Tuning::ntts_beside`] (false without the `measurement` feature).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    fn ntts_beside(&self) -> bool {
+        #[cfg(feature = "measurement")]
+        return self.ntts_beside;
+        #[cfg(not(feature = "measurement"))]
+        false
+    }
 }
 
 /// The H MSM's kernel (resident parameters; streamed ones always use
@@ -239,6 +265,9 @@ fn after_region() -> Result<(), GpuError> {
     #[cfg(not(feature = "fault-injection"))]
     Ok(())
 }
+
+/// Whether this build has the CUDA backend (the `cuda` feature).
+pub const COMPILED: bool = cfg!(feature = "cuda");
 
 /// Number of visible CUDA devices (CUDA_VISIBLE_DEVICES applies); 0 without
 /// the feature or without a driver.
@@ -543,133 +572,6 @@ impl HostPin {
             _pin: backend::Pin::new(points)?,
         })
     }
-}
-
-/// Dense G1 MSM on `device` with host inputs (Montgomery scalars): a
-/// building block exposed for the GPU checks against blst.
-pub fn msm_g1(device: usize, points: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, GpuError> {
-    msm(device, points, scalars)
-}
-
-/// How the wide kernel sums each window's buckets, for the checks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WideAccumulation {
-    /// XYZZ mixed additions only.
-    Xyzz,
-    /// Every batch-affine round first, whatever the bucket sizes (in
-    /// production the rounds run only while they pay).
-    AffineRounds,
-}
-
-/// Dense G1 MSM on `device` with host inputs (Montgomery scalars) through
-/// cuzk's wide-window kernel, the H MSM's: for the checks against blst.
-pub fn msm_g1_wide(
-    device: usize,
-    points: &[G1Affine],
-    scalars: &[Scalar],
-    accumulation: WideAccumulation,
-) -> Result<G1Projective, GpuError> {
-    if points.len() != scalars.len() {
-        return Err(GpuError::Invalid(format!(
-            "{} points, {} scalars",
-            points.len(),
-            scalars.len()
-        )));
-    }
-    backend::msm_g1_wide(device_ordinal(device)?, points, scalars, accumulation)
-}
-
-/// One MSM's result and device time.
-#[derive(Clone, Copy, Debug)]
-pub struct TimedMsm {
-    /// The sum.
-    pub result: G1Projective,
-    /// Wall time of the call (device work and its synchronisation).
-    pub time: Duration,
-}
-
-/// How the wide kernel runs its batch-affine rounds, for measurements
-/// beside production's plan: at most `max_rounds` rounds a window (1 to 6),
-/// their kernels built for `min_blocks` blocks an SM (3 or 4: fewer
-/// registers a thread, more warps to hide the gathers' latency).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AffineRoundPlan {
-    /// Rounds a window at most.
-    pub max_rounds: u32,
-    /// Blocks of 128 threads an SM the rounds' kernels are built for.
-    pub min_blocks: u32,
-}
-
-/// The H MSM several ways on the same resident points and device scalars.
-#[derive(Clone, Debug)]
-pub struct HMsmComparison {
-    /// sppark's Pippenger.
-    pub sppark: TimedMsm,
-    /// cuzk's wide kernel, XYZZ sums only.
-    pub wide_xyzz: TimedMsm,
-    /// cuzk's wide kernel with its batch-affine rounds (as in production).
-    pub wide_affine: TimedMsm,
-    /// The same with each of the other round plans asked for.
-    pub other_plans: Vec<(AffineRoundPlan, TimedMsm)>,
-}
-
-impl GpuSrs {
-    /// The H MSM over the resident H section's first `scalars.len()` points,
-    /// by sppark's Pippenger and by cuzk's wide kernel without and with its
-    /// affine rounds (production's plan, then each of `other_plans`), one
-    /// after the other.
-    pub fn compare_h_msm(
-        &self,
-        scalars: &[Scalar],
-        other_plans: &[AffineRoundPlan],
-    ) -> Result<HMsmComparison, GpuError> {
-        if self.streamed || scalars.len() > self.lens[0] {
-            return Err(GpuError::Invalid(
-                "needs resident parameters and at most the H section's points".into(),
-            ));
-        }
-        if let Some(bad) = other_plans
-            .iter()
-            .find(|p| !(1..=6).contains(&p.max_rounds) || !(3..=4).contains(&p.min_blocks))
-        {
-            return Err(GpuError::Invalid(format!("unknown affine round plan {bad:?}")));
-        }
-        self.srs.compare_h_msm(scalars, other_plans)
-    }
-}
-
-/// Dense G2 MSM on `device` with host inputs (Montgomery scalars), through
-/// sppark's Pippenger over fp2: a building block exposed for the GPU checks
-/// against blst.
-pub fn msm_g2(device: usize, points: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, GpuError> {
-    msm(device, points, scalars)
-}
-
-fn msm<C: backend::GpuCurve>(
-    device: usize,
-    points: &[C],
-    scalars: &[Scalar],
-) -> Result<C::Projective, GpuError> {
-    if points.len() != scalars.len() || points.is_empty() {
-        return Err(GpuError::Invalid(format!(
-            "{} points, {} scalars",
-            points.len(),
-            scalars.len()
-        )));
-    }
-    backend::msm(device_ordinal(device)?, points, scalars)
-}
-
-/// In-place NTT of a power-of-two-length vector on `device` (natural order in
-/// and out), forward or inverse, on the domain or its coset.
-pub fn ntt(device: usize, values: &mut [Scalar], inverse: bool, coset: bool) -> Result<(), GpuError> {
-    if !values.len().is_power_of_two() {
-        return Err(GpuError::Invalid(format!(
-            "NTT length {} is not a power of two",
-            values.len()
-        )));
-    }
-    backend::ntt(device_ordinal(device)?, values, inverse, coset)
 }
 
 // ---------------------------------------------------------------- the compiled R1CS

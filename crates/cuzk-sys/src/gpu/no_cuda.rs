@@ -6,6 +6,7 @@
 use super::{
     DeviceInfo, GpuError, PartitionInput, PartitionOutput, R1csUpload, Sections, WitnessInput, WitnessOutput,
 };
+#[cfg(feature = "measurement")]
 use crate::curve::BlstCurve;
 use blstrs::Scalar;
 
@@ -48,6 +49,7 @@ pub(super) fn reserve(_device: i32, _bytes: usize) -> Result<(), GpuError> {
     Err(GpuError::Disabled)
 }
 
+#[cfg(feature = "measurement")]
 pub(super) fn msm_g1_wide(
     _device: i32,
     _points: &[blstrs::G1Affine],
@@ -57,6 +59,7 @@ pub(super) fn msm_g1_wide(
     Err(GpuError::Disabled)
 }
 
+#[cfg(feature = "measurement")]
 impl Srs {
     pub(super) fn compare_h_msm(
         &self,
@@ -112,10 +115,13 @@ impl Pin {
 }
 
 /// The CUDA build's per-group MSM entry point; nothing to select here.
+#[cfg(feature = "measurement")]
 pub(super) trait GpuCurve: BlstCurve {}
 
+#[cfg(feature = "measurement")]
 impl<C: BlstCurve> GpuCurve for C {}
 
+#[cfg(feature = "measurement")]
 pub(super) fn msm<C: GpuCurve>(
     _device: i32,
     _points: &[C],
@@ -124,6 +130,7 @@ pub(super) fn msm<C: GpuCurve>(
     Err(GpuError::Disabled)
 }
 
+#[cfg(feature = "measurement")]
 pub(super) fn ntt(
     _device: i32,
     _values: &mut [Scalar],

@@ -1,10 +1,16 @@
-//! `cuzk-bench status`, `preload` and `metrics`.
+//! `cuzk-ctl status`, `preload` and `metrics`: a daemon's state, a
+//! circuit loaded ahead of its first request, the Prometheus text.
 
-use crate::client::{Client, Target};
+use crate::daemon::DaemonArgs;
 use cuzk_proto::v1 as pb;
 
-pub async fn status(target: Target) -> anyhow::Result<()> {
-    let s = Client::connect(&target).await?.status().await?;
+pub async fn status(daemon: DaemonArgs) -> anyhow::Result<()> {
+    let s = daemon
+        .connect()
+        .await?
+        .get_status(pb::GetStatusRequest {})
+        .await?
+        .into_inner();
     println!("uptime:      {}s", s.uptime_seconds);
     println!("completed:   {}", s.total_proofs_completed);
     println!("failed:      {}", s.total_proofs_failed);
@@ -41,17 +47,31 @@ pub async fn status(target: Target) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn preload(target: Target, circuit_id: String) -> anyhow::Result<()> {
-    let (already, ms) = Client::connect(&target).await?.preload(&circuit_id).await?;
-    if already {
+pub async fn preload(daemon: DaemonArgs, circuit_id: String) -> anyhow::Result<()> {
+    let loaded = daemon
+        .connect()
+        .await?
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: circuit_id.clone(),
+        })
+        .await?
+        .into_inner();
+    if loaded.already_loaded {
         println!("{circuit_id}: already resident");
     } else {
-        println!("{circuit_id}: loaded in {ms} ms");
+        println!("{circuit_id}: loaded in {} ms", loaded.load_time_ms);
     }
     Ok(())
 }
 
-pub async fn metrics(target: Target) -> anyhow::Result<()> {
-    print!("{}", Client::connect(&target).await?.metrics().await?);
+pub async fn metrics(daemon: DaemonArgs) -> anyhow::Result<()> {
+    let text = daemon
+        .connect()
+        .await?
+        .get_metrics(pb::GetMetricsRequest {})
+        .await?
+        .into_inner()
+        .prometheus_text;
+    print!("{text}");
     Ok(())
 }

@@ -1,22 +1,17 @@
-//! Real-structure inputs (issue 13): `cuzk-bench real-inputs` writes
-//! requests with the exact structure of production sectors (random values,
-//! see `cuzk_filecoin::structure`) for the bench client to submit, and
-//! `cuzk-bench real-synthesis` measures the host side of one real partition
-//! at full size (circuit build, synthesis, the compiled R1CS, witness
-//! sequentially and by units on all cores, a, b, c, bellperson's own
-//! synthesis), generating its input in memory, and prints one JSON line.
+//! `cuzk-bench real-synthesis`: the host side of one real-structure
+//! partition at full size (circuit build, synthesis, the compiled R1CS,
+//! witness sequentially and by units on all cores, a, b, c, bellperson's
+//! own synthesis), its input generated in memory (`real-inputs`' requests,
+//! issue 13), printed as one JSON line.
 
 use crate::bellperson_synthesis;
-use anyhow::Context;
+use crate::real_inputs::{parse_spec, request_bytes};
 use clap::{Args, ValueEnum};
 use cuzk_core::PlanError;
-use cuzk_core::{CompiledR1cs, ProofRequest, Scalar, SizeHint, SpareValues};
-use cuzk_filecoin::structure::{
-    self, CircuitWork, NativeWriter, PartitionUnits, StructureInput, StructureSpec,
-};
+use cuzk_core::{CompiledR1cs, Scalar, SizeHint, SpareValues};
+use cuzk_filecoin::structure::{self, CircuitWork, NativeWriter, PartitionUnits, StructureSpec};
 use cuzk_filecoin::PlanOptions;
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -24,90 +19,6 @@ use std::time::Instant;
 static PEAK_RSS: AtomicU64 = AtomicU64::new(0);
 
 const ALLOW: PlanOptions = PlanOptions::UNVERIFIABLE_ALLOWED;
-
-pub(crate) fn parse_spec(s: &str) -> Result<StructureSpec, String> {
-    s.parse().map_err(|e: PlanError| e.to_string())
-}
-
-#[derive(Args, Debug)]
-pub struct RealInputsArgs {
-    /// What to make: <kind>-<size>, kind porep, window-post, winning-post or
-    /// snap, size 2k, 8m, 512m, 32g or 64g (porep-32g, porep-64g,
-    /// window-post-32g, winning-post-32g, snap-32g, porep-2k, ...).
-    #[arg(long = "proof", value_parser = parse_spec)]
-    proof: StructureSpec,
-    /// Output directory (created if missing).
-    #[arg(long)]
-    out: PathBuf,
-    /// Seed of the random values (the same seed writes the same bytes).
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// WindowPoSt: sectors in the partition (default: a full partition,
-    /// 2349 for 32 GiB).
-    #[arg(long)]
-    sectors: Option<usize>,
-}
-
-/// The bytes a request carries in its SubmitProof message (vanilla proofs,
-/// and a few fields).
-fn request_bytes(request: &ProofRequest) -> usize {
-    request.vanilla_proof.len() + request.vanilla_proofs.iter().map(Vec::len).sum::<usize>() + 256
-}
-
-pub fn run_inputs(args: RealInputsArgs) -> anyhow::Result<()> {
-    let spec = StructureSpec {
-        seed: args.seed,
-        sectors: args.sectors,
-        ..args.proof
-    };
-    let started = Instant::now();
-    let input = structure::generate(&spec).with_context(|| format!("generating {spec}"))?;
-    let made = started.elapsed();
-    let path = input.write(&args.out)?;
-    let request = input.proof_request()?;
-    // Plan it as a daemon with the switch on would: every structural check.
-    let planned = cuzk_filecoin::plan_with(&request, ALLOW.with_environment())
-        .context("planning the written request")?;
-    let file_len = std::fs::metadata(&path)?.len();
-    let message = request_bytes(&request);
-    println!(
-        "{spec} (seed {}): {} in {:.1}s",
-        args.seed,
-        path.display(),
-        made.as_secs_f64()
-    );
-    println!(
-        "  file {:.1} MiB; SubmitProof message about {:.1} MiB (limit {} MiB, daemon and client)",
-        file_len as f64 / f64::from(1 << 20),
-        message as f64 / f64::from(1 << 20),
-        cuzk_proto::MAX_MESSAGE_BYTES >> 20
-    );
-    anyhow::ensure!(
-        message < cuzk_proto::MAX_MESSAGE_BYTES,
-        "the request exceeds the gRPC message limit"
-    );
-    println!(
-        "  circuit {} x {} partition(s)",
-        planned.plan.circuit_id(),
-        planned.plan.partitions()
-    );
-    if let Some(reason) = &planned.unverifiable {
-        println!("  unverifiable ({reason}): the daemon needs [benchmark] allow_unverifiable = true");
-    }
-    let submit = match &input {
-        StructureInput::Porep(_) => format!("--type porep --c1 {}", path.display()),
-        StructureInput::Vanilla(file) => {
-            let kind = match file.proof_kind {
-                cuzk_filecoin::fixtures::RequestKind::Winning => "winning",
-                cuzk_filecoin::fixtures::RequestKind::Wpost => "wpost",
-                cuzk_filecoin::fixtures::RequestKind::Snap => "snap",
-            };
-            format!("--type {kind} --vanilla {}", path.display())
-        }
-    };
-    println!("  submit: cuzk-bench batch {submit} [--embedded --allow-unverifiable]");
-    Ok(())
-}
 
 /// Measurement steps that can be left out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -519,7 +430,7 @@ fn print_output(mut out: serde_json::Map<String, Value>) {
     println!("{}", Value::Object(out));
 }
 
-pub fn run_synthesis(args: RealSynthesisArgs) -> anyhow::Result<()> {
+pub fn run(args: RealSynthesisArgs) -> anyhow::Result<()> {
     crate::bellperson_synthesis::capture()?;
     let spec = StructureSpec {
         seed: args.seed,

@@ -1,4 +1,4 @@
-//! `cuzk-bench timeline`: a daemon's (or embedded engine's) TIMELINE log
+//! `cuzk-ctl timeline`: a daemon's (or embedded engine's) TIMELINE log
 //! lines drawn as an SVG chart: one row per worker with its synthesis,
 //! preparation, CUDA-region and finish spans, a row for the GPU itself (the
 //! CUDA regions of all its workers), and idle gaps left blank. Also prints
