@@ -54,7 +54,7 @@ impl Target {
         self.param_cache
             .clone()
             .or_else(|| std::env::var_os(cuzk_filecoin::settings::PARAMETER_CACHE_VAR).map(PathBuf::from))
-            .unwrap_or_else(cuzk_core::ParameterCache::default_dir)
+            .unwrap_or_else(cuzk_core::params::default_dir)
     }
 }
 

@@ -66,7 +66,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let cache = ParameterCache::new(
         args.param_cache
             .clone()
-            .unwrap_or_else(ParameterCache::default_dir),
+            .unwrap_or_else(cuzk_core::params::default_dir),
     )?;
     println!("threads: {} (rayon)", rayon::current_num_threads());
     println!(

@@ -41,7 +41,7 @@ pub fn parse_sector_size(s: &str) -> Result<u64, String> {
 
 /// The daemon's default parameter directory (one directory for all).
 fn default_param_dir() -> PathBuf {
-    cuzk_core::ParameterCache::default_dir()
+    cuzk_core::params::default_dir()
 }
 
 pub fn run(args: FixturesArgs) -> anyhow::Result<()> {

@@ -35,10 +35,8 @@ pub struct GenParamsArgs {
 }
 
 pub fn run(args: GenParamsArgs) -> anyhow::Result<()> {
-    let dir = cuzk_filecoin::settings::init_with(
-        args.param_cache.as_deref(),
-        &cuzk_core::ParameterCache::default_dir(),
-    );
+    let dir =
+        cuzk_filecoin::settings::init_with(args.param_cache.as_deref(), &cuzk_core::params::default_dir());
     let proofs = SizeProofs::for_sector_size(args.sector_size)?;
     for ty in args.types {
         let (kind, number) = match ty {

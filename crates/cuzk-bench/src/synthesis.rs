@@ -90,10 +90,8 @@ pub fn run(args: CompareSynthesisArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.repeat > 0, "--repeat must be at least 1");
     let json = crate::report::start("compare-synthesis", args.json.as_deref());
     bellperson_synthesis::capture()?;
-    let dir = cuzk_filecoin::settings::init_with(
-        args.param_cache.as_deref(),
-        &cuzk_core::ParameterCache::default_dir(),
-    );
+    let dir =
+        cuzk_filecoin::settings::init_with(args.param_cache.as_deref(), &cuzk_core::params::default_dir());
 
     let c1 = std::fs::read(&args.c1)?;
     let request = cuzk_filecoin::request::porep_request(c1, args.miner_id, args.sector_number)?;

@@ -77,21 +77,6 @@ impl ParameterCache {
         })
     }
 
-    /// `$CUZK_PARAM_CACHE`, else `$XDG_CACHE_HOME/cuzk/params`, else
-    /// `$HOME/.cache/cuzk/params`, else `./.cuzk-params`.
-    pub fn default_dir() -> PathBuf {
-        if let Some(dir) = std::env::var_os("CUZK_PARAM_CACHE") {
-            return dir.into();
-        }
-        if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
-            return Path::new(&dir).join("cuzk/params");
-        }
-        if let Some(home) = std::env::var_os("HOME") {
-            return Path::new(&home).join(".cache/cuzk/params");
-        }
-        PathBuf::from(".cuzk-params")
-    }
-
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -18,6 +18,23 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// cuzk's default parameter directory: `$CUZK_PARAM_CACHE`, else
+/// `$XDG_CACHE_HOME/cuzk/params`, else `$HOME/.cache/cuzk/params`, else
+/// `./.cuzk-params` (the daemon's without `[srs] param_cache` or
+/// `FIL_PROOFS_PARAMETER_CACHE`).
+pub fn default_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CUZK_PARAM_CACHE") {
+        return dir.into();
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return Path::new(&dir).join("cuzk/params");
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        return Path::new(&home).join(".cache/cuzk/params");
+    }
+    PathBuf::from(".cuzk-params")
+}
+
 /// How much to trust the points of a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PointCheck {

@@ -323,7 +323,7 @@ fn param_dir(args: &DoctorArgs, config: &Config) -> (PathBuf, String) {
             ),
         ),
         _ => (
-            cuzk_core::ParameterCache::default_dir(),
+            cuzk_core::params::default_dir(),
             "cuzk's default ($CUZK_PARAM_CACHE, else ~/.cache/cuzk/params)".into(),
         ),
     }

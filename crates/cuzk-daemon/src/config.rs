@@ -602,7 +602,7 @@ impl Config {
         self.srs
             .param_cache
             .clone()
-            .unwrap_or_else(cuzk_core::ParameterCache::default_dir)
+            .unwrap_or_else(cuzk_core::params::default_dir)
     }
 }
 

@@ -78,7 +78,7 @@ fn main() -> anyhow::Result<()> {
     // read the .vk files), set before any thread starts.
     let param_dir = cuzk_filecoin::settings::init_with(
         config.srs.param_cache.as_deref(),
-        &cuzk_core::ParameterCache::default_dir(),
+        &cuzk_core::params::default_dir(),
     );
     config.srs.param_cache = Some(param_dir);
     tracing_subscriber::fmt()
