@@ -11,10 +11,13 @@ cd "$(dirname "$0")/.."
 eval "$(scripts/install-cuda.sh)"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target-cuda}
 profile=${PROFILE:-production}
-cargo build --profile "$profile" -p cuzk-bench --features "${FEATURES:-cuda}"
 # The daemon too, for `scripts/gpu-run.sh coldstart` (daemon start to first
-# proof), and the operator's tool (status, timeline charts).
-cargo build --profile "$profile" -p cuzk-daemon -p cuzk-ctl --features cuzk-daemon/cuda
+# proof), and the operator's tool (status, timeline charts), in one build
+# with the bench: one feature set, so the CUDA code is compiled once (the
+# daemon here carries the bench's measurement features, which it never
+# calls).
+features=$(for f in ${FEATURES:-cuda}; do printf 'cuzk-bench/%s,' "$f"; done)
+cargo build --profile "$profile" -p cuzk-bench -p cuzk-daemon -p cuzk-ctl --features "${features%,}"
 rm -rf .gpu && mkdir -p .gpu
 strip -o .gpu/cuzk-bench "$CARGO_TARGET_DIR/$profile/cuzk-bench"
 strip -o .gpu/cuzk-daemon "$CARGO_TARGET_DIR/$profile/cuzk-daemon"
