@@ -303,36 +303,41 @@ impl Word {
     /// Bitwise `ch` (`UInt32::sha256_ch`): with every bit allocated, one
     /// bit each, the value of `ch`; otherwise bit by bit ([`Bit::ch`]).
     pub fn ch(aux: &mut impl Aux, a: &Word, b: &Word, c: &Word) -> Word {
-        if a.is_allocated() && b.is_allocated() && c.is_allocated() {
-            let value = (a.value & b.value) ^ (!a.value & c.value);
-            aux.bits(u64::from(value), 32);
-            return Word {
-                value,
-                constant: 0,
-                negated: 0,
-            };
+        if !(a.is_allocated() && b.is_allocated() && c.is_allocated()) {
+            return Word::bit_by_bit(aux, [a, b, c], Bit::ch);
         }
-        let (a, b, c) = (a.bits(), b.bits(), c.bits());
-        Word::from_bits(&std::array::from_fn(|i| Bit::ch(aux, a[i], b[i], c[i])))
+        let value = (a.value & b.value) ^ (!a.value & c.value);
+        aux.bits(u64::from(value), 32);
+        Word::allocated(value)
     }
 
     /// Bitwise `maj` (`UInt32::sha256_maj`): with every bit allocated, two
     /// bits each, the majority then `b AND c`; otherwise bit by bit
     /// ([`Bit::maj`]).
     pub fn maj(aux: &mut impl Aux, a: &Word, b: &Word, c: &Word) -> Word {
-        if a.is_allocated() && b.is_allocated() && c.is_allocated() {
-            let value = (a.value & b.value) ^ (a.value & c.value) ^ (b.value & c.value);
-            let b_and_c = b.value & c.value;
-            aux.bits(interleave(value as u16, b_and_c as u16), 32);
-            aux.bits(interleave((value >> 16) as u16, (b_and_c >> 16) as u16), 32);
-            return Word {
-                value,
-                constant: 0,
-                negated: 0,
-            };
+        if !(a.is_allocated() && b.is_allocated() && c.is_allocated()) {
+            return Word::bit_by_bit(aux, [a, b, c], Bit::maj);
         }
-        let (a, b, c) = (a.bits(), b.bits(), c.bits());
-        Word::from_bits(&std::array::from_fn(|i| Bit::maj(aux, a[i], b[i], c[i])))
+        let value = (a.value & b.value) ^ (a.value & c.value) ^ (b.value & c.value);
+        let b_and_c = b.value & c.value;
+        aux.bits(interleave(value as u16, b_and_c as u16), 32);
+        aux.bits(interleave((value >> 16) as u16, (b_and_c >> 16) as u16), 32);
+        Word::allocated(value)
+    }
+
+    /// `op` on the three words' bits, bit 0 first.
+    fn bit_by_bit<A: Aux>(aux: &mut A, words: [&Word; 3], op: fn(&mut A, Bit, Bit, Bit) -> Bit) -> Word {
+        let [a, b, c] = words.map(Word::bits);
+        Word::from_bits(&std::array::from_fn(|i| op(aux, a[i], b[i], c[i])))
+    }
+
+    /// A word of allocated bits of `value`.
+    fn allocated(value: u32) -> Word {
+        Word {
+            value,
+            constant: 0,
+            negated: 0,
+        }
     }
 
     /// The sum modulo 2^32 (`UInt32::addmany`, 2 to 10 operands): constant
@@ -352,11 +357,7 @@ impl Word {
         let largest = operands.len() as u64 * u64::from(u32::MAX);
         // The carries beyond 32 are allocated, then dropped.
         aux.bits(sum, 64 - largest.leading_zeros());
-        Word {
-            value: sum as u32,
-            constant: 0,
-            negated: 0,
-        }
+        Word::allocated(sum as u32)
     }
 }
 
