@@ -26,6 +26,17 @@ fn start(dir: &std::path::Path, config: EngineConfig) -> Result<Engine, EngineEr
     Engine::start(config, Vec::new(), vec![synthetic(dir), filecoin])
 }
 
+/// An engine with one synthesis worker and one prover: what is queued
+/// stays queued while one partition goes through.
+fn one_pipeline(dir: &std::path::Path) -> Engine {
+    let config = EngineConfig {
+        partition_workers: 1,
+        workers_per_backend: 1,
+        ..config(dir)
+    };
+    start(dir, config).unwrap()
+}
+
 fn request(spec: SyntheticSpec, priority: Option<Priority>) -> ProofRequest {
     request_for(&spec, priority)
 }
@@ -74,15 +85,7 @@ fn mixed_priorities_all_complete_and_verify() {
 #[test]
 fn critical_job_overtakes_queued_normal_jobs() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = start(
-        dir.path(),
-        EngineConfig {
-            partition_workers: 1,
-            workers_per_backend: 1,
-            ..config(dir.path())
-        },
-    )
-    .unwrap();
+    let engine = one_pipeline(dir.path());
     // Warm the parameters so the ordering is not about loading.
     let rt = runtime();
     let warm = engine.submit(request(spec(1 << 11, 1, 99), None)).unwrap();
@@ -119,15 +122,7 @@ fn critical_job_overtakes_queued_normal_jobs() {
 #[test]
 fn cancel_timeout_idempotency_and_bad_requests() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = start(
-        dir.path(),
-        EngineConfig {
-            partition_workers: 1,
-            workers_per_backend: 1,
-            ..config(dir.path())
-        },
-    )
-    .unwrap();
+    let engine = one_pipeline(dir.path());
     let rt = runtime();
 
     // A long job keeps the single pipeline busy.
@@ -354,15 +349,7 @@ fn srs_manager_loads_once_and_reports_tiers() {
 #[test]
 fn shutdown_gives_every_job_a_final_status() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = start(
-        dir.path(),
-        EngineConfig {
-            partition_workers: 1,
-            workers_per_backend: 1,
-            ..config(dir.path())
-        },
-    )
-    .unwrap();
+    let engine = one_pipeline(dir.path());
     let jobs: Vec<String> = (0..8)
         .map(|i| engine.submit(request(spec(1 << 12, 2, i), None)).unwrap().job_id)
         .collect();
