@@ -427,6 +427,9 @@ fn print_output(mut out: serde_json::Map<String, Value>) {
         "peak_rss_bytes".into(),
         json!(PEAK_RSS.fetch_max(peak, Ordering::Relaxed).max(peak)),
     );
+    // The build that measured (commit, profile, features), as the --json
+    // reports name it.
+    out.insert("tool".into(), json!(crate::report::tool()));
     println!("{}", Value::Object(out));
 }
 

@@ -6,6 +6,11 @@ use std::path::Path;
 
 /// Starts the report of `command`, written to `path` if one was asked for.
 pub fn start(command: &str, path: Option<&Path>) -> JsonReport {
+    JsonReport::start(tool(), command, path)
+}
+
+/// This binary as its reports name it (build, commit, features).
+pub fn tool() -> Tool {
     let features = [
         ("cuda", cfg!(feature = "cuda")),
         ("supraseal", cfg!(feature = "supraseal")),
@@ -14,6 +19,5 @@ pub fn start(command: &str, path: Option<&Path>) -> JsonReport {
     .filter(|(_, on)| *on)
     .map(|(name, _)| name.to_string())
     .collect();
-    let tool = Tool::new(env!("CARGO_PKG_NAME"), features, Some(env!("CUZK_CUDA_TOOLKIT")));
-    JsonReport::start(tool, command, path)
+    Tool::new(env!("CARGO_PKG_NAME"), features, Some(env!("CUZK_CUDA_TOOLKIT")))
 }
