@@ -628,20 +628,7 @@ async fn tls_with_and_without_client_certificates() {
     };
 
     // Server TLS and the token.
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let config = format!(
-        "[daemon.tls]\ncert = \"{}\"\nkey = \"{}\"",
-        pki.path("server.pem").display(),
-        pki.path("server.key").display()
-    );
-    let daemon = Proc::start(
-        dir.path(),
-        &format!("127.0.0.1:{port}"),
-        &config,
-        "022",
-        &[("CUZK_AUTH_TOKEN", TOKEN)],
-    );
+    let (_dir, daemon, port) = tls_daemon(&pki, "");
     let address = format!("https://127.0.0.1:{port}");
     let mut client = client_with(&address, &trusting).await;
     let status = client.get_status(pb::GetStatusRequest {}).await;
@@ -677,21 +664,8 @@ async fn tls_with_and_without_client_certificates() {
     drop(daemon);
 
     // Mutual TLS: a client certificate signed by client_ca is required.
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let config = format!(
-        "[daemon.tls]\ncert = \"{}\"\nkey = \"{}\"\nclient_ca = \"{}\"",
-        pki.path("server.pem").display(),
-        pki.path("server.key").display(),
-        pki.path("ca.pem").display()
-    );
-    let daemon = Proc::start(
-        dir.path(),
-        &format!("127.0.0.1:{port}"),
-        &config,
-        "022",
-        &[("CUZK_AUTH_TOKEN", TOKEN)],
-    );
+    let client_ca = format!("client_ca = \"{}\"", pki.path("ca.pem").display());
+    let (_dir, daemon, port) = tls_daemon(&pki, &client_ca);
     let address = format!("https://127.0.0.1:{port}");
     let with_cert = ClientOptions {
         tls_cert: Some(pki.path("client.pem")),
@@ -709,6 +683,22 @@ async fn tls_with_and_without_client_certificates() {
             assert!(client.get_status(pb::GetStatusRequest {}).await.is_err());
         }
     }
+}
+
+/// A daemon on a free loopback port serving TLS with the test PKI's server
+/// certificate (and `extra`, more `[daemon.tls]` lines), its token
+/// `TOKEN`: its directory (kept while it runs), the process and the port.
+fn tls_daemon(pki: &Pki, extra: &str) -> (tempfile::TempDir, Proc, u16) {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = format!(
+        "[daemon.tls]\ncert = \"{}\"\nkey = \"{}\"\n{extra}",
+        pki.path("server.pem").display(),
+        pki.path("server.key").display()
+    );
+    let listen = format!("127.0.0.1:{port}");
+    let daemon = Proc::start(dir.path(), &listen, &config, "022", &[("CUZK_AUTH_TOKEN", TOKEN)]);
+    (dir, daemon, port)
 }
 
 #[test]
