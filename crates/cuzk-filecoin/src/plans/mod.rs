@@ -12,6 +12,35 @@
 //! - [`post`]: WinningPoSt and one WindowPoSt partition ([`PostPlan`]).
 //! - [`snap`]: SnapDeals empty-sector update ([`SnapPlan`]).
 
+/// The [`FilecoinProof`] methods that every proof type answers from the
+/// same fields: `new_with` builds it, its input names the circuit, its
+/// partitions are the entries of `$partitions` (a `Vec`, one per
+/// partition), and `constraints` and `unverifiable` are kept as planned.
+/// A macro, not a default method: the fields are the types' own.
+macro_rules! plan_fields {
+    ($partitions:ident) => {
+        fn from_input(input: Self::Input, options: &PlanOptions) -> Result<Self, PlanError> {
+            Self::new_with(input, options)
+        }
+
+        fn circuit_id(&self) -> &str {
+            &self.input.circuit_id
+        }
+
+        fn partitions(&self) -> usize {
+            self.$partitions.len()
+        }
+
+        fn constraints(&self) -> usize {
+            self.constraints
+        }
+
+        fn unverifiable(&self) -> Option<&str> {
+            self.unverifiable.as_deref()
+        }
+    };
+}
+
 pub mod porep;
 pub mod post;
 pub mod snap;
@@ -23,6 +52,7 @@ pub use snap::{Snap, SnapPlan};
 use crate::request::{PorepInput, PostInput, SnapInput};
 use crate::validate::{catch, PANIC_MARK};
 use crate::ShapeDispatch;
+use cuzk_core::request::cut_echoes;
 use cuzk_core::{
     synthesize, Bls12, CompiledR1cs, PartitionData, PartitionWitness, PlanError, Proof, ProofKind, ProofPlan,
     ProofRequest, ProvingAssignment, ProvingParameters, R1csCache, R1csError, R1csStore, Scalar, SizeHint,
@@ -511,6 +541,26 @@ pub fn verdict<E: Display>(verifier: &str, answer: Result<bool, E>) -> Result<()
 /// An error of filecoin-proofs (or storage-proofs) where none should be.
 pub(crate) fn internal(e: impl Display) -> PlanError {
     PlanError::Internal(format!("{e:#}"))
+}
+
+/// Each of a request's vanilla proofs read as bincode `T`; an error names
+/// the proof by its index and `T` by `type_name`, and echoes none of the
+/// request's bytes.
+pub(crate) fn deserialize_vanilla<T: serde::de::DeserializeOwned>(
+    vanilla_proofs: &[Vec<u8>],
+    type_name: &str,
+) -> Result<Vec<T>, PlanError> {
+    vanilla_proofs
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            bincode::deserialize(bytes).map_err(|e| {
+                PlanError::InvalidArgument(cut_echoes(&format!(
+                    "vanilla_proofs[{i}] is not a bincode {type_name}: {e}"
+                )))
+            })
+        })
+        .collect()
 }
 
 /// Bytes one partition of about `constraints` constraints (and as many

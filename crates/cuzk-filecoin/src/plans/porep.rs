@@ -320,21 +320,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
     type Circuit = stacked::StackedCircuit<Tree, DefaultPieceHasher>;
     type Input = PorepInput;
 
-    fn from_input(input: PorepInput, options: &PlanOptions) -> Result<Self, PlanError> {
-        Self::new_with(input, options)
-    }
-
-    fn circuit_id(&self) -> &str {
-        &self.input.circuit_id
-    }
-
-    fn partitions(&self) -> usize {
-        self.vanilla.len()
-    }
-
-    fn constraints(&self) -> usize {
-        self.constraints
-    }
+    plan_fields!(vanilla);
 
     fn circuit(&self, index: usize) -> Result<Self::Circuit, PlanError> {
         <Compound<Tree> as CompoundProof<Vanilla<'_, Tree>, _>>::circuit(
@@ -391,10 +377,6 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Porep<Tree> {
             Some(index),
         )
         .unwrap_or_default()
-    }
-
-    fn unverifiable(&self) -> Option<&str> {
-        self.unverifiable.as_deref()
     }
 
     fn verify_whole(&self, proof: &[u8]) -> Result<(), PlanError> {

@@ -1,13 +1,14 @@
 //! WinningPoSt (one circuit over all challenged sectors) and one WindowPoSt
 //! partition.
 
-use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, Spares, TreeDomain};
+use super::{
+    deserialize_vanilla, internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, Spares, TreeDomain,
+};
 use crate::native::merkle::Level;
 use crate::native::post::SectorWitness;
 use crate::native::{self, Assignment};
 use crate::request::PostInput;
 use crate::validate::{self, guard};
-use cuzk_core::request::cut_echoes;
 use cuzk_core::PlanError;
 use cuzk_core::{Scalar, Witness};
 use filecoin_hashers::Domain;
@@ -62,18 +63,8 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
     pub fn new_with(input: PostInput, options: &PlanOptions) -> Result<Self, PlanError> {
         let invalid = PlanError::InvalidArgument;
         let config = input.registered.as_v1_config();
-        let proofs: Vec<FallbackPoStSectorProof<Tree>> = input
-            .vanilla_proofs
-            .iter()
-            .enumerate()
-            .map(|(i, bytes)| {
-                bincode::deserialize(bytes).map_err(|e| {
-                    invalid(cut_echoes(&format!(
-                        "vanilla_proofs[{i}] is not a bincode FallbackPoStSectorProof: {e}"
-                    )))
-                })
-            })
-            .collect::<Result<_, _>>()?;
+        let proofs: Vec<FallbackPoStSectorProof<Tree>> =
+            deserialize_vanilla(&input.vanilla_proofs, "FallbackPoStSectorProof")?;
         for (i, proof) in proofs.iter().enumerate() {
             check_sector_proof::<Tree>(i, proof, &config)?;
         }
@@ -102,6 +93,24 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
                 ))
             });
         }
+        // The compound proof's parameters and public inputs, which the two
+        // types build alike from their own vanilla parameters, partition
+        // count and partition index `k`.
+        let compound = |vanilla_params, partitions, k| -> Result<_, PlanError> {
+            let setup = compound_proof::SetupParams {
+                vanilla_params,
+                partitions,
+                priority: config.priority,
+            };
+            let pub_params = FallbackPoStCompound::<Tree>::setup(&setup).map_err(internal)?;
+            let pub_inputs = fallback::PublicInputs {
+                randomness,
+                prover_id,
+                sectors: public_sectors,
+                k,
+            };
+            Ok((pub_params, pub_inputs))
+        };
         let (pub_params, pub_inputs, partition, constraints) = match config.typ {
             PoStType::Winning => {
                 if proofs.len() != config.sector_count {
@@ -117,18 +126,8 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
                         input.partition_index
                     )));
                 }
-                let setup = compound_proof::SetupParams {
-                    vanilla_params: winning_post_setup_params(&config).map_err(internal)?,
-                    partitions: None,
-                    priority: config.priority,
-                };
-                let pub_params = FallbackPoStCompound::<Tree>::setup(&setup).map_err(internal)?;
-                let pub_inputs = fallback::PublicInputs {
-                    randomness,
-                    prover_id,
-                    sectors: public_sectors,
-                    k: None,
-                };
+                let (pub_params, pub_inputs) =
+                    compound(winning_post_setup_params(&config).map_err(internal)?, None, None)?;
                 let partitions = pub_params.partitions.unwrap_or(1);
                 // filecoin-proofs' layout, which verifies the proofs (unless
                 // they are already known not to hold).
@@ -188,18 +187,11 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
                         proofs.len()
                     )));
                 }
-                let setup = compound_proof::SetupParams {
-                    vanilla_params: window_post_setup_params(&config),
-                    partitions: Some(1),
-                    priority: config.priority,
-                };
-                let pub_params = FallbackPoStCompound::<Tree>::setup(&setup).map_err(internal)?;
-                let pub_inputs = fallback::PublicInputs {
-                    randomness,
-                    prover_id,
-                    sectors: public_sectors,
-                    k: Some(input.partition_index as usize),
-                };
+                let (pub_params, pub_inputs) = compound(
+                    window_post_setup_params(&config),
+                    Some(1),
+                    Some(input.partition_index as usize),
+                )?;
                 // filecoin-proofs' layout, which verifies the proofs (unless
                 // they are already known not to hold).
                 let laid_out = match unverifiable {
@@ -451,21 +443,7 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
     type Circuit = fallback::FallbackPoStCircuit<Tree>;
     type Input = PostInput;
 
-    fn from_input(input: PostInput, options: &PlanOptions) -> Result<Self, PlanError> {
-        Self::new_with(input, options)
-    }
-
-    fn circuit_id(&self) -> &str {
-        &self.input.circuit_id
-    }
-
-    fn partitions(&self) -> usize {
-        self.partition.len()
-    }
-
-    fn constraints(&self) -> usize {
-        self.constraints
-    }
+    plan_fields!(partition);
 
     fn circuit(&self, index: usize) -> Result<Self::Circuit, PlanError> {
         <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::circuit(
@@ -529,10 +507,6 @@ impl<Tree: 'static + MerkleTreeTrait> FilecoinProof for Post<Tree> {
             Some(index),
         )
         .unwrap_or_default()
-    }
-
-    fn unverifiable(&self) -> Option<&str> {
-        self.unverifiable.as_deref()
     }
 
     fn verify_whole(&self, proof: &[u8]) -> Result<(), PlanError> {

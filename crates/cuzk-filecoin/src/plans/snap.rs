@@ -1,11 +1,10 @@
 //! SnapDeals empty-sector update: one partition per vanilla partition proof.
 
-use super::{internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, Spares};
+use super::{deserialize_vanilla, internal, verdict, FilecoinPlan, FilecoinProof, PlanOptions, Spares};
 use crate::native::snap::{SnapChallenge, SnapWitness};
 use crate::native::{self, Assignment};
 use crate::request::SnapInput;
 use crate::validate::{self, guard};
-use cuzk_core::request::cut_echoes;
 use cuzk_core::PlanError;
 use cuzk_core::{Scalar, Witness};
 use filecoin_hashers::{Domain, Hasher};
@@ -59,18 +58,8 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
                 input.vanilla_proofs.len()
             )));
         }
-        let vanilla: Vec<PartitionProof<Tree>> = input
-            .vanilla_proofs
-            .iter()
-            .enumerate()
-            .map(|(i, bytes)| {
-                bincode::deserialize(bytes).map_err(|e| {
-                    invalid(cut_echoes(&format!(
-                        "vanilla_proofs[{i}] is not a bincode PartitionProof: {e}"
-                    )))
-                })
-            })
-            .collect::<Result<_, _>>()?;
+        let vanilla: Vec<PartitionProof<Tree>> =
+            deserialize_vanilla(&input.vanilla_proofs, "PartitionProof")?;
         let leaves = (u64::from(update.sector_size) / 32) as usize;
         for (i, proof) in vanilla.iter().enumerate() {
             check_partition_proof(i, proof, leaves)?;
@@ -308,21 +297,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> FilecoinProof for Sn
     type Circuit = EmptySectorUpdateCircuit<Tree>;
     type Input = SnapInput;
 
-    fn from_input(input: SnapInput, options: &PlanOptions) -> Result<Self, PlanError> {
-        Self::new_with(input, options)
-    }
-
-    fn circuit_id(&self) -> &str {
-        &self.input.circuit_id
-    }
-
-    fn partitions(&self) -> usize {
-        self.vanilla.len()
-    }
-
-    fn constraints(&self) -> usize {
-        self.constraints
-    }
+    plan_fields!(vanilla);
 
     fn circuit(&self, index: usize) -> Result<Self::Circuit, PlanError> {
         EmptySectorUpdateCompound::<Tree>::circuit(
@@ -348,10 +323,6 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> FilecoinProof for Sn
             Some(index),
         )
         .unwrap_or_default()
-    }
-
-    fn unverifiable(&self) -> Option<&str> {
-        self.unverifiable.as_deref()
     }
 
     fn verify_whole(&self, proof: &[u8]) -> Result<(), PlanError> {
