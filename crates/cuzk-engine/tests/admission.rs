@@ -10,7 +10,15 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 mod common;
-use common::{spec, synthetic, wait, SIZE};
+use common::{
+    circuit_id, forward_plan, forward_source, pregenerate, spec, synthetic, wait, wait_until, wait_within,
+    SIZE,
+};
+
+/// How long a test waits for the engine to reach a state, and how often
+/// it looks.
+const POLL_LIMIT: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(20);
 
 fn request(spec: &SyntheticSpec) -> ProofRequest {
     common::request_for(spec, None)
@@ -57,6 +65,16 @@ struct SlowParameters {
     gate: Arc<Gate>,
 }
 
+/// The synthetic source in `dir` behind a closed gate, and the gate.
+fn slow_parameters(dir: &std::path::Path) -> (Arc<SlowParameters>, Arc<Gate>) {
+    let gate = Arc::new(Gate::default());
+    let source = Arc::new(SlowParameters {
+        inner: synthetic(dir),
+        gate: Arc::clone(&gate),
+    });
+    (source, gate)
+}
+
 #[derive(Debug)]
 struct GatedRecipe {
     inner: Box<dyn ParameterRecipe>,
@@ -80,17 +98,12 @@ impl PlanSource for SlowParameters {
     fn name(&self) -> &'static str {
         "slow"
     }
-    fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
-        self.inner.plan(request)
-    }
+    forward_source!(inner: plan, r1cs_cache);
     fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
         let gate = Arc::clone(&self.gate);
         self.inner
             .parameters(circuit_id)
             .map(|r| r.map(|inner| Box::new(GatedRecipe { inner, gate }) as Box<dyn ParameterRecipe>))
-    }
-    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
-        self.inner.r1cs_cache()
     }
 }
 
@@ -102,11 +115,7 @@ impl PlanSource for SlowParameters {
 #[test]
 fn status_submit_and_cancel_answer_while_parameters_load() {
     let dir = tempfile::tempdir().unwrap();
-    let gate = Arc::new(Gate::default());
-    let source = Arc::new(SlowParameters {
-        inner: synthetic(dir.path()),
-        gate: Arc::clone(&gate),
-    });
+    let (source, gate) = slow_parameters(dir.path());
     let engine = Engine::start(EngineConfig::default(), Vec::new(), vec![source]).unwrap();
     let s = spec(SIZE, 1, 1);
     let first = engine.submit(request(&s)).unwrap();
@@ -137,11 +146,7 @@ fn status_submit_and_cancel_answer_while_parameters_load() {
 #[test]
 fn the_engine_serves_while_its_preload_loads() {
     let dir = tempfile::tempdir().unwrap();
-    let gate = Arc::new(Gate::default());
-    let source = Arc::new(SlowParameters {
-        inner: synthetic(dir.path()),
-        gate: Arc::clone(&gate),
-    });
+    let (source, gate) = slow_parameters(dir.path());
     let s = spec(SIZE, 1, 3);
     let circuit_id = source.plan(&request(&s)).unwrap().unwrap().circuit_id();
     let config = EngineConfig {
@@ -199,11 +204,7 @@ fn a_request_whose_partitions_exceed_the_budget_is_refused_at_submission() {
 #[test]
 fn submissions_beyond_the_queue_bound_are_refused_until_jobs_finish() {
     let dir = tempfile::tempdir().unwrap();
-    let gate = Arc::new(Gate::default());
-    let source = Arc::new(SlowParameters {
-        inner: synthetic(dir.path()),
-        gate: Arc::clone(&gate),
-    });
+    let (source, gate) = slow_parameters(dir.path());
     let config = EngineConfig {
         max_queued_jobs: 2,
         ..EngineConfig::default()
@@ -284,11 +285,12 @@ fn idle_parameters_are_evicted_after_the_idle_time() {
     let job = engine.submit(request(&spec(SIZE, 1, 1))).unwrap();
     assert_eq!(wait(&engine, &job.job_id).status, JobStatus::Completed);
     assert_eq!(engine.status().srs[0].tier, cuzk_engine::Tier::Warm);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while engine.status().srs[0].tier != cuzk_engine::Tier::Cold {
-        assert!(std::time::Instant::now() < deadline, "never evicted");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        Duration::from_secs(30),
+        Duration::from_millis(50),
+        "never evicted",
+        || engine.status().srs[0].tier == cuzk_engine::Tier::Cold,
+    );
     // Loaded again on the next use.
     let job = engine.submit(request(&spec(SIZE, 1, 2))).unwrap();
     assert_eq!(wait(&engine, &job.job_id).status, JobStatus::Completed);
@@ -303,20 +305,9 @@ fn idle_parameters_are_evicted_after_the_idle_time() {
 struct Underestimated(Box<dyn ProofPlan>);
 
 impl ProofPlan for Underestimated {
-    fn circuit_id(&self) -> String {
-        self.0.circuit_id()
-    }
-    fn partitions(&self) -> usize {
-        self.0.partitions()
-    }
+    forward_plan!(0: circuit_id, partitions, synthesize, public_inputs);
     fn partition_bytes(&self) -> u64 {
         1024
-    }
-    fn synthesize(&self, index: usize) -> Result<cuzk_core::ProvingAssignment, PlanError> {
-        self.0.synthesize(index)
-    }
-    fn public_inputs(&self, index: usize) -> Vec<cuzk_core::Scalar> {
-        self.0.public_inputs(index)
     }
 }
 
@@ -332,12 +323,7 @@ impl PlanSource for Underestimating {
             .plan(request)
             .map(|p| p.map(|p| Box::new(Underestimated(p)) as Box<dyn ProofPlan>))
     }
-    fn parameters(&self, id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
-        self.0.parameters(id)
-    }
-    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
-        self.0.r1cs_cache()
-    }
+    forward_source!(0: parameters, r1cs_cache);
 }
 
 /// Issue 12.3: "a partition never exceeds its budgeted size". A partition
@@ -358,26 +344,9 @@ fn a_partition_larger_than_its_budgeted_size_fails_its_job() {
     );
     // The other partition may still be finishing its synthesis; its permit
     // comes back when it sees the job failed.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while engine.status().memory_used != 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "a permit was never returned"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Parameters generated into `dir` as a daemon would on first use; returns
-/// what the engine counts for them once on disk (the file's length).
-fn pregenerate(dir: &std::path::Path, constraints: usize) -> (String, u64) {
-    let cache = cuzk_core::ParameterCache::new(dir).unwrap();
-    let id = cuzk_core::SyntheticCircuit::new(constraints, vec![cuzk_core::Scalar::from(0u64); 2], 0)
-        .unwrap()
-        .circuit_id();
-    let recipe = cuzk_synthetic::parameters::recipe(&cache, &id).unwrap().unwrap();
-    recipe.load().unwrap();
-    (id.clone(), recipe.memory_bytes())
+    wait_until(POLL_LIMIT, POLL, "a permit was never returned", || {
+        engine.status().memory_used == 0
+    });
 }
 
 /// Regression (issue 34.1): `{"constraints":67108864,"partitions":1}` and
@@ -431,13 +400,9 @@ fn parameters_that_cannot_fit_are_refused_at_submission_and_preload() {
 #[test]
 fn parameters_must_fit_beside_those_in_use_or_loading() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, first) = pregenerate(dir.path(), SIZE);
-    let (second_id, second) = pregenerate(dir.path(), SIZE - 1);
-    let gate = Arc::new(Gate::default());
-    let source = Arc::new(SlowParameters {
-        inner: synthetic(dir.path()),
-        gate: Arc::clone(&gate),
-    });
+    let first = pregenerate(dir.path(), SIZE);
+    let second = pregenerate(dir.path(), SIZE - 1);
+    let (source, gate) = slow_parameters(dir.path());
     let config = EngineConfig {
         srs_memory_limit: first.max(second) * 3 / 2,
         ..EngineConfig::default()
@@ -450,7 +415,7 @@ fn parameters_must_fit_beside_those_in_use_or_loading() {
         other => panic!("expected RESOURCE_EXHAUSTED, got {other:?}"),
     }
     assert!(matches!(
-        engine.preload_srs(&second_id).unwrap_err(),
+        engine.preload_srs(&circuit_id(SIZE - 1)).unwrap_err(),
         EngineError::ResourceExhausted(_)
     ));
     gate.open();
@@ -489,9 +454,7 @@ impl PlanSource for SlowFor {
     fn name(&self) -> &'static str {
         "slow-for-one"
     }
-    fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
-        self.inner.plan(request)
-    }
+    forward_source!(inner: plan, r1cs_cache);
     fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
         let inner = self.inner.parameters(circuit_id)?;
         if circuit_id != self.circuit_id {
@@ -499,9 +462,6 @@ impl PlanSource for SlowFor {
         }
         let gate = Arc::clone(&self.gate);
         Some(inner.map(|inner| Box::new(GatedRecipe { inner, gate }) as Box<dyn ParameterRecipe>))
-    }
-    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
-        self.inner.r1cs_cache()
     }
 }
 
@@ -514,9 +474,7 @@ impl PlanSource for SlowFor {
 #[test]
 fn a_load_holds_no_synthesis_worker_and_delays_no_job_with_resident_parameters() {
     let dir = tempfile::tempdir().unwrap();
-    let slow_id = cuzk_core::SyntheticCircuit::new(SIZE, vec![cuzk_core::Scalar::from(0u64); 2], 0)
-        .unwrap()
-        .circuit_id();
+    let slow_id = circuit_id(SIZE);
     let gate = Arc::new(Gate::default());
     let source = Arc::new(SlowFor {
         inner: synthetic(dir.path()),
@@ -531,19 +489,14 @@ fn a_load_holds_no_synthesis_worker_and_delays_no_job_with_resident_parameters()
     // (which joins its threads) ends and the failure is reported.
     let _release = OpenOnDrop(Arc::clone(&gate));
     let engine = Engine::start(config, Vec::new(), vec![source]).unwrap();
-    let (resident_id, _) = pregenerate(dir.path(), SIZE - 1);
-    engine.preload_srs(&resident_id).unwrap();
+    pregenerate(dir.path(), SIZE - 1);
+    engine.preload_srs(&circuit_id(SIZE - 1)).unwrap();
     let blocked = engine.submit(request(&spec(SIZE, 2, 1))).unwrap();
     gate.wait_for_arrival();
     let mut urgent = request(&spec(SIZE - 1, 1, 2));
     urgent.priority = Some(cuzk_core::Priority::Critical);
     let urgent = engine.submit(urgent).unwrap();
-    let result = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(engine.wait(&urgent.job_id, Some(Duration::from_secs(60))))
-        .unwrap();
+    let result = wait_within(&engine, &urgent.job_id, Duration::from_secs(60));
     assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
     // A second job of the loading circuit shares its load; both finish
     // once it is done.
@@ -559,22 +512,16 @@ fn a_load_holds_no_synthesis_worker_and_delays_no_job_with_resident_parameters()
 #[test]
 fn a_job_cancelled_while_its_parameters_load_ends_and_frees_its_promise() {
     let dir = tempfile::tempdir().unwrap();
-    let gate = Arc::new(Gate::default());
-    let source = Arc::new(SlowParameters {
-        inner: synthetic(dir.path()),
-        gate: Arc::clone(&gate),
-    });
+    let (source, gate) = slow_parameters(dir.path());
     let engine = Engine::start(EngineConfig::default(), Vec::new(), vec![source]).unwrap();
     let job = engine.submit(request(&spec(SIZE, 2, 1))).unwrap();
     gate.wait_for_arrival();
     engine.cancel(&job.job_id).unwrap();
     assert_eq!(wait(&engine, &job.job_id).status, JobStatus::Cancelled);
     gate.open();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while engine.status().queued_partitions.0 != 0 {
-        assert!(std::time::Instant::now() < deadline, "partitions left queued");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(POLL_LIMIT, POLL, "partitions left queued", || {
+        engine.status().queued_partitions.0 == 0
+    });
     let next = engine.submit(request(&spec(SIZE, 1, 2))).unwrap();
     assert_eq!(wait(&engine, &next.job_id).status, JobStatus::Completed);
 }
@@ -588,23 +535,12 @@ struct GatedFirst {
 }
 
 impl ProofPlan for GatedFirst {
-    fn circuit_id(&self) -> String {
-        self.inner.circuit_id()
-    }
-    fn partitions(&self) -> usize {
-        self.inner.partitions()
-    }
-    fn partition_bytes(&self) -> u64 {
-        self.inner.partition_bytes()
-    }
+    forward_plan!(inner: circuit_id, partitions, partition_bytes, public_inputs);
     fn synthesize(&self, index: usize) -> Result<cuzk_core::ProvingAssignment, PlanError> {
         if index == 0 {
             self.gate.pass();
         }
         self.inner.synthesize(index)
-    }
-    fn public_inputs(&self, index: usize) -> Vec<cuzk_core::Scalar> {
-        self.inner.public_inputs(index)
     }
 }
 
@@ -629,18 +565,13 @@ impl PlanSource for Keeping {
             .plan(request)
             .map(|plan| plan.map(|inner| Box::new(GatedFirst { inner, gate }) as Box<dyn ProofPlan>))
     }
-    fn parameters(&self, id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
-        self.inner.parameters(id)
-    }
+    forward_source!(inner: parameters, r1cs_cache);
     fn held_bytes(&self) -> u64 {
         self.held.load(std::sync::atomic::Ordering::SeqCst)
     }
     fn release(&self, idle: Duration) -> u64 {
         self.releases.lock().unwrap().push(idle);
         self.held.swap(0, std::sync::atomic::Ordering::SeqCst)
-    }
-    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
-        self.inner.r1cs_cache()
     }
 }
 
@@ -679,14 +610,12 @@ fn a_sources_spare_bytes_count_against_the_budget_and_give_way_to_a_waiting_part
     );
     let job = engine.submit(request(&spec(SIZE, 2, 1))).unwrap();
     source.gate.wait_for_arrival();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !source.releases.lock().unwrap().contains(&Duration::ZERO) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "partition 1 never asked the source to free its spares"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(
+        Duration::from_secs(60),
+        POLL,
+        "partition 1 never asked the source to free its spares",
+        || source.releases.lock().unwrap().contains(&Duration::ZERO),
+    );
     assert_eq!(source.held_bytes(), 0);
     source.gate.open();
     assert_eq!(wait(&engine, &job.job_id).status, JobStatus::Completed);
@@ -705,13 +634,8 @@ fn a_sources_spare_bytes_are_released_when_idle() {
         ..EngineConfig::default()
     };
     let engine = Engine::start(config, Vec::new(), vec![source.clone() as Arc<dyn PlanSource>]).unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !source.releases.lock().unwrap().contains(&idle) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the idle spares were never released"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(POLL_LIMIT, POLL, "the idle spares were never released", || {
+        source.releases.lock().unwrap().contains(&idle)
+    });
     drop(engine);
 }

@@ -2,10 +2,10 @@
 //! are slow, beside the CPU backend, and two backends at once. Every proof
 //! that completes is checked again with bellperson's verifier here.
 
-use cuzk_core::backend::{BackendKind, BackendStatus, Fallback};
+use cuzk_core::backend::{BackendStatus, Fallback};
 use cuzk_core::{
-    BackendError, CompiledR1cs, CpuBackend, ParameterRecipe, PartitionData, PendingProof, PlanError,
-    PlanSource, Prepared, ProofPlan, ProofRequest, ProveError, ProverBackend, ProverInput, SyntheticCircuit,
+    BackendError, CompiledR1cs, CpuBackend, PartitionData, PendingProof, PlanError, PlanSource, Prepared,
+    ProofPlan, ProofRequest, ProveError, ProverBackend, ProverInput, SyntheticCircuit,
 };
 use cuzk_engine::{Engine, EngineConfig, JobStatus};
 use cuzk_synthetic::SyntheticSpec;
@@ -15,7 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod common;
-use common::{check_proof, synthetic, SIZE};
+use common::{check_proof, forward_source, gpu_status, synthetic, wait_until, SIZE};
+
+/// How long a test waits for the devices' preparations, and how often it
+/// looks.
+const PREPARE_LIMIT: Duration = Duration::from_secs(60);
+const PREPARE_POLL: Duration = Duration::from_millis(10);
 
 /// What a fake backend does with the partitions it is given.
 #[derive(Debug, Clone, Copy)]
@@ -65,13 +70,7 @@ impl ProverBackend for Fake {
     }
 
     fn status(&self) -> BackendStatus {
-        BackendStatus {
-            name: self.name.clone(),
-            kind: BackendKind::Gpu,
-            ordinal: 7,
-            memory_total_bytes: 1 << 30,
-            memory_free_bytes: 1 << 29,
-        }
+        gpu_status(self.name.clone(), 7)
     }
 
     fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
@@ -125,13 +124,8 @@ fn request(spec: &SyntheticSpec) -> ProofRequest {
 }
 
 fn prove(engine: &Engine, spec: &SyntheticSpec) -> cuzk_engine::JobResult {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let job = engine.submit(request(spec)).unwrap();
-    rt.block_on(engine.wait(&job.job_id, Some(Duration::from_secs(600))))
-        .unwrap()
+    common::wait(engine, &job.job_id)
 }
 
 #[test]
@@ -434,13 +428,7 @@ impl ProverBackend for Ordered {
     }
 
     fn status(&self) -> BackendStatus {
-        BackendStatus {
-            name: self.name(),
-            kind: BackendKind::Gpu,
-            ordinal: 0,
-            memory_total_bytes: 1 << 30,
-            memory_free_bytes: 1 << 29,
-        }
+        gpu_status(self.name(), 0)
     }
 
     fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
@@ -472,10 +460,7 @@ fn a_post_submitted_behind_queued_porep_partitions_is_proved_first() {
     assert_eq!(prove(&engine, &spec(1, 30)).status, JobStatus::Completed);
     let mut window = request(&post);
     window.kind = cuzk_core::ProofKind::WindowPostPartition; // HIGH by default
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     let warm = engine.submit(window.clone()).unwrap();
     rt.block_on(engine.wait(&warm.job_id, None)).unwrap();
     device.order.lock().unwrap().clear();
@@ -512,17 +497,27 @@ fn a_post_submitted_behind_queued_porep_partitions_is_proved_first() {
 /// What one preload handed a device.
 type Handed = (Arc<cuzk_core::ProvingParameters>, Option<Arc<CompiledR1cs>>);
 
-/// A backend that records what each preload hands it ([`ProverBackend::
-/// prepare`]) and proves on the CPU; its preparation fails when asked to.
-#[derive(Debug)]
-struct Preparing {
-    fails: bool,
-    prepared: std::sync::Mutex<Vec<Handed>>,
+/// What a device does with what a preload hands it ([`ProverBackend::
+/// prepare`]).
+type Preparation = dyn Fn(&Arc<cuzk_core::ProvingParameters>, Option<&Arc<CompiledR1cs>>) -> Result<Option<String>, ProveError>
+    + Send
+    + Sync;
+
+/// A device that proves on the CPU and prepares as its test says.
+struct PreparingAs {
+    name: &'static str,
+    prepare: Box<Preparation>,
 }
 
-impl ProverBackend for Preparing {
+impl std::fmt::Debug for PreparingAs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparingAs").field("name", &self.name).finish()
+    }
+}
+
+impl ProverBackend for PreparingAs {
     fn name(&self) -> String {
-        "preparing".into()
+        self.name.into()
     }
 
     fn status(&self) -> BackendStatus {
@@ -538,18 +533,30 @@ impl ProverBackend for Preparing {
         params: &Arc<cuzk_core::ProvingParameters>,
         r1cs: Option<&Arc<CompiledR1cs>>,
     ) -> Result<Option<String>, ProveError> {
-        self.prepared
-            .lock()
-            .unwrap()
-            .push((Arc::clone(params), r1cs.cloned()));
-        if self.fails {
+        (self.prepare)(params, r1cs)
+    }
+}
+
+/// A device that records what each preload hands it, and the record; its
+/// preparation fails when asked to.
+fn preparing(fails: bool) -> (Arc<PreparingAs>, Arc<std::sync::Mutex<Vec<Handed>>>) {
+    let prepared = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&prepared);
+    let prepare = move |params: &Arc<cuzk_core::ProvingParameters>, r1cs: Option<&Arc<CompiledR1cs>>| {
+        record.lock().unwrap().push((Arc::clone(params), r1cs.cloned()));
+        if fails {
             return Err(ProveError::Backend {
-                backend: self.name(),
+                backend: "preparing".into(),
                 message: "injected failure to prepare".into(),
             });
         }
         Ok(Some("taken".into()))
-    }
+    };
+    let device = PreparingAs {
+        name: "preparing",
+        prepare: Box::new(prepare),
+    };
+    (Arc::new(device), prepared)
 }
 
 /// The synthetic source, whose preload also hands out a compiled R1CS (as
@@ -565,22 +572,13 @@ impl PlanSource for WithR1cs {
         "synthetic with an R1CS"
     }
 
-    fn plan(&self, request: &ProofRequest) -> Option<Result<Box<dyn ProofPlan>, PlanError>> {
-        self.inner.plan(request)
-    }
-
-    fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
-        self.inner.parameters(circuit_id)
-    }
+    forward_source!(inner: plan, parameters, r1cs_cache);
 
     fn prepare(&self, _circuit_id: &str) -> Option<Result<Prepared, PlanError>> {
         Some(Ok(Prepared {
             summary: "an R1CS".into(),
             r1cs: Some(Arc::clone(&self.r1cs)),
         }))
-    }
-    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
-        self.inner.r1cs_cache()
     }
 }
 
@@ -597,32 +595,21 @@ fn a_preload_hands_the_parameters_and_r1cs_to_every_device() {
         inner: synthetic(dir.path()),
         r1cs: Arc::clone(&r1cs),
     });
-    let taking = Arc::new(Preparing {
-        fails: false,
-        prepared: Default::default(),
-    });
-    let failing = Arc::new(Preparing {
-        fails: true,
-        prepared: Default::default(),
-    });
+    let (taking, taken) = preparing(false);
+    let (failing, failed) = preparing(true);
     let config = EngineConfig {
         partition_workers: 2,
         preload: vec![id.clone()],
         ..EngineConfig::default()
     };
-    let backends: Vec<Arc<dyn ProverBackend>> = vec![taking.clone(), failing.clone()];
+    let backends: Vec<Arc<dyn ProverBackend>> = vec![taking, failing];
     let engine = Engine::start(config, backends, vec![source]).unwrap();
     // Each device takes them on a thread of its own.
-    let started = std::time::Instant::now();
-    while taking.prepared.lock().unwrap().is_empty() || failing.prepared.lock().unwrap().is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "no device was prepared"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    for device in [&taking, &failing] {
-        let prepared = device.prepared.lock().unwrap();
+    wait_until(PREPARE_LIMIT, PREPARE_POLL, "no device was prepared", || {
+        !taken.lock().unwrap().is_empty() && !failed.lock().unwrap().is_empty()
+    });
+    for record in [&taken, &failed] {
+        let prepared = record.lock().unwrap();
         assert_eq!(prepared.len(), 1, "one preparation per preload");
         let (params, given) = &prepared[0];
         assert_eq!(params.h.len() + 1, SIZE, "the preloaded circuit's parameters");
@@ -635,41 +622,20 @@ fn a_preload_hands_the_parameters_and_r1cs_to_every_device() {
     check_proof(dir.path(), &s, &result.proof);
     let (already, _) = engine.preload_srs(&id).unwrap();
     assert!(already);
-    let started = std::time::Instant::now();
-    while taking.prepared.lock().unwrap().len() < 2 {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "PreloadSRS did not prepare"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(PREPARE_LIMIT, PREPARE_POLL, "PreloadSRS did not prepare", || {
+        taken.lock().unwrap().len() >= 2
+    });
 }
 
-/// A backend whose preparation takes a while, as a GPU's copy does.
-#[derive(Debug)]
-struct SlowToPrepare;
-
-impl ProverBackend for SlowToPrepare {
-    fn name(&self) -> String {
-        "slow to prepare".into()
-    }
-
-    fn status(&self) -> BackendStatus {
-        CpuBackend.status()
-    }
-
-    fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
-        CpuBackend.prove_start(input)
-    }
-
-    fn prepare(
-        &self,
-        _params: &Arc<cuzk_core::ProvingParameters>,
-        _r1cs: Option<&Arc<CompiledR1cs>>,
-    ) -> Result<Option<String>, ProveError> {
-        std::thread::sleep(Duration::from_millis(400));
-        Ok(Some("copied".into()))
-    }
+/// A device whose preparation takes a while, as a GPU's copy does.
+fn slow_to_prepare() -> Arc<PreparingAs> {
+    Arc::new(PreparingAs {
+        name: "slow to prepare",
+        prepare: Box::new(|_, _| {
+            std::thread::sleep(Duration::from_millis(400));
+            Ok(Some("copied".into()))
+        }),
+    })
 }
 
 /// CI failure of 2026-12-06 (`srs_manager_loads_once_and_reports_tiers`
@@ -679,14 +645,12 @@ impl ProverBackend for SlowToPrepare {
 #[test]
 fn the_status_shows_preloads_in_progress_and_an_eviction_after_them_frees_the_parameters() {
     let dir = tempfile::tempdir().unwrap();
-    let id = SyntheticCircuit::new(SIZE, vec![cuzk_core::Scalar::from(0u64); 2], 0)
-        .unwrap()
-        .circuit_id();
+    let id = common::circuit_id(SIZE);
     let config = EngineConfig {
         partition_workers: 1,
         ..EngineConfig::default()
     };
-    let backends: Vec<Arc<dyn ProverBackend>> = vec![Arc::new(SlowToPrepare)];
+    let backends: Vec<Arc<dyn ProverBackend>> = vec![slow_to_prepare()];
     let engine = Engine::start(config, backends, vec![synthetic(dir.path())]).unwrap();
     engine.preload_srs(&id).unwrap();
     assert_eq!(engine.status().devices[0].preparing, 1);
@@ -694,14 +658,12 @@ fn the_status_shows_preloads_in_progress_and_an_eviction_after_them_frees_the_pa
     // nothing is freed yet, and the status does not pretend otherwise.
     assert_eq!(engine.evict_srs(&id), (true, 0));
     engine.preload_srs(&id).unwrap();
-    let started = std::time::Instant::now();
-    while engine.status().devices[0].preparing > 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "preparation never ended"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until(
+        PREPARE_LIMIT,
+        Duration::from_millis(5),
+        "preparation never ended",
+        || engine.status().devices[0].preparing == 0,
+    );
     let (was_loaded, freed) = engine.evict_srs(&id);
     assert!(was_loaded && freed > 0, "{was_loaded} {freed}");
 }

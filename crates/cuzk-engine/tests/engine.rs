@@ -2,14 +2,14 @@
 //! the memory budget and shutdown. Every completed proof is checked here
 //! again with bellperson's verifier, independently of the engine's own check.
 
-use cuzk_core::{PlanSource, Priority, ProofKind, ProofRequest, SyntheticCircuit, PROOF_BYTES};
+use cuzk_core::{PlanSource, Priority, ProofKind, ProofRequest, PROOF_BYTES};
 use cuzk_engine::{Engine, EngineConfig, EngineError, JobStatus};
 use cuzk_synthetic::SyntheticSpec;
 use std::sync::Arc;
 use std::time::Duration;
 
 mod common;
-use common::{check_proof, pregenerate, request_for, spec, synthetic, SIZE};
+use common::{check_proof, circuit_id, pregenerate, request_for, spec, synthetic, SIZE};
 
 fn config(_dir: &std::path::Path) -> EngineConfig {
     EngineConfig {
@@ -221,9 +221,7 @@ fn cancel_timeout_idempotency_and_bad_requests() {
 fn unusable_parameters_fail_the_job_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let s = spec(SIZE, 3, 1);
-    let id = SyntheticCircuit::new(SIZE, vec![cuzk_core::Scalar::from(0u64); 2], 0)
-        .unwrap()
-        .circuit_id();
+    let id = circuit_id(SIZE);
     std::fs::write(dir.path().join(format!("{id}.params")), b"not a parameter file").unwrap();
     let engine = start(dir.path(), config(dir.path())).unwrap();
     let rt = runtime();
@@ -315,9 +313,7 @@ fn memory_budget_bounds_partitions_in_flight() {
 fn srs_manager_loads_once_and_reports_tiers() {
     let dir = tempfile::tempdir().unwrap();
     let engine = start(dir.path(), config(dir.path())).unwrap();
-    let id = SyntheticCircuit::new(SIZE, vec![cuzk_core::Scalar::from(0u64); 2], 0)
-        .unwrap()
-        .circuit_id();
+    let id = circuit_id(SIZE);
     let (already, _) = engine.preload_srs(&id).unwrap();
     assert!(!already);
     let (already, _) = engine.preload_srs(&id).unwrap();
@@ -329,11 +325,12 @@ fn srs_manager_loads_once_and_reports_tiers() {
     assert!(engine.preload_srs("no-such-circuit").is_err());
     // The devices take preloaded parameters in the background and hold
     // them until done: only then does an eviction free them.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while engine.status().devices.iter().any(|d| d.preparing > 0) {
-        assert!(std::time::Instant::now() < deadline, "preparation never finished");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    common::wait_until(
+        Duration::from_secs(30),
+        Duration::from_millis(5),
+        "preparation never finished",
+        || engine.status().devices.iter().all(|d| d.preparing == 0),
+    );
     let (was_loaded, freed) = engine.evict_srs(&id);
     assert!(was_loaded && freed > 0);
     assert_eq!(engine.evict_srs(&id), (false, 0));
@@ -371,11 +368,7 @@ fn shutdown_gives_every_job_a_final_status() {
 #[test]
 fn idle_parameters_are_evicted_under_memory_pressure() {
     let dir = tempfile::tempdir().unwrap();
-    let id = |n: usize| {
-        SyntheticCircuit::new(n, vec![cuzk_core::Scalar::from(0u64); 2], 0)
-            .unwrap()
-            .circuit_id()
-    };
+    let id = circuit_id;
     // On disk already, so the engine counts what a read holds rather than
     // what a generation would.
     pregenerate(dir.path(), 1 << 10);

@@ -9,7 +9,7 @@
 //! a parallel pass gets its slot back even while the workers that took it
 //! wait on the value it computes.
 
-use cuzk_core::{ParameterRecipe, PlanError, PlanSource, ProofPlan, ProofRequest, ProvingAssignment, Scalar};
+use cuzk_core::{PlanError, PlanSource, ProofPlan, ProofRequest, ProvingAssignment};
 use cuzk_engine::{Engine, EngineConfig, JobStatus};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 mod common;
-use common::{check_proof, request_for, spec, synthetic, SIZE};
+use common::{check_proof, forward_plan, forward_source, request_for, spec, synthetic, wait_within, SIZE};
 
 /// The synthetic plan, its synthesis first waiting for a value computed
 /// once per source by a parallel pass (as a shared witness or a cache is).
@@ -36,15 +36,7 @@ struct Busy {
 }
 
 impl ProofPlan for Shared {
-    fn circuit_id(&self) -> String {
-        self.inner.circuit_id()
-    }
-    fn partitions(&self) -> usize {
-        self.inner.partitions()
-    }
-    fn partition_bytes(&self) -> u64 {
-        self.inner.partition_bytes()
-    }
+    forward_plan!(inner: circuit_id, partitions, partition_bytes, public_inputs);
     fn synthesize(&self, index: usize) -> Result<ProvingAssignment, PlanError> {
         // The parallel pass lends the worker's slot to others, who then wait
         // on this value while holding it.
@@ -63,9 +55,6 @@ impl ProofPlan for Shared {
         std::thread::sleep(Duration::from_millis(30));
         self.busy.now.fetch_sub(1, Ordering::SeqCst);
         self.inner.synthesize(index)
-    }
-    fn public_inputs(&self, index: usize) -> Vec<Scalar> {
-        self.inner.public_inputs(index)
     }
 }
 
@@ -89,12 +78,7 @@ impl PlanSource for Source {
                 .map(|inner| Box::new(Shared { inner, once, busy }) as Box<dyn ProofPlan>),
         )
     }
-    fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
-        self.inner.parameters(circuit_id)
-    }
-    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
-        self.inner.r1cs_cache()
-    }
+    forward_source!(inner: parameters, r1cs_cache);
 }
 
 /// Proves one 6-partition job with 4 synthesis workers and `slots`
@@ -104,10 +88,6 @@ impl PlanSource for Source {
 /// sequential part at once.
 fn prove_rounds(rounds: u64, slots: usize, computed: bool) -> usize {
     let dir = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let busy = Arc::new(Busy::default());
     for round in 0..rounds {
         let source = Source {
@@ -126,9 +106,7 @@ fn prove_rounds(rounds: u64, slots: usize, computed: bool) -> usize {
         let engine = Engine::start(config, Vec::new(), vec![Arc::new(source)]).unwrap();
         let s = spec(SIZE, 6, 70 + round);
         let job = engine.submit(request_for(&s, None)).unwrap().job_id;
-        let result = rt
-            .block_on(engine.wait(&job, Some(Duration::from_secs(120))))
-            .unwrap();
+        let result = wait_within(&engine, &job, Duration::from_secs(120));
         if result.status != JobStatus::Completed {
             // Deadlocked workers would never join: leave them, fail now.
             std::mem::forget(engine);

@@ -8,7 +8,7 @@
 //! budget left: one run in ten waited out its PoSt). Every completed proof
 //! is checked again with bellperson's verifier.
 
-use cuzk_core::backend::{BackendKind, BackendStatus};
+use cuzk_core::backend::BackendStatus;
 use cuzk_core::{BackendError, CpuBackend, PendingProof, ProverBackend, ProverInput};
 use cuzk_engine::{Engine, EngineConfig, JobStatus};
 use cuzk_synthetic::SyntheticSpec;
@@ -52,13 +52,7 @@ impl ProverBackend for Gated {
     }
 
     fn status(&self) -> BackendStatus {
-        BackendStatus {
-            name: self.name(),
-            kind: BackendKind::Gpu,
-            ordinal: 0,
-            memory_total_bytes: 1 << 30,
-            memory_free_bytes: 1 << 29,
-        }
+        common::gpu_status(self.name(), 0)
     }
 
     fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {
@@ -94,14 +88,12 @@ fn wait(engine: &Engine, job: &str) -> cuzk_engine::JobResult {
 
 /// Waits (at most a minute) until `done` says so.
 fn until(what: &str, done: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    common::wait_until(
+        Duration::from_secs(60),
+        Duration::from_millis(5),
+        &format!("timed out waiting for {what}"),
+        done,
+    );
 }
 
 /// Issue 36, PoSt on time under load: with every general prover held by a

@@ -4,16 +4,13 @@
 //! by `cuzk_proofs_unverified_total`; every other request is still verified
 //! (a plan whose proofs fail verification fails its job).
 
-use cuzk_core::{
-    ParameterRecipe, PlanError, PlanSource, Proof, ProofPlan, ProofRequest, ProvingAssignment,
-    ProvingParameters, Scalar,
-};
+use cuzk_core::{PlanError, PlanSource, Proof, ProofPlan, ProofRequest, ProvingParameters};
 use cuzk_engine::{Engine, EngineConfig, JobStatus};
 use std::sync::Arc;
 use std::time::Duration;
 
 mod common;
-use common::{check_proof, request_for, spec, synthetic, SIZE};
+use common::{check_proof, forward_plan, forward_source, request_for, spec, synthetic, wait_within, SIZE};
 
 /// The synthetic plan with its verification replaced: unverifiable with a
 /// reason, or (reason `None`) verification that always fails.
@@ -24,21 +21,7 @@ struct Marked {
 }
 
 impl ProofPlan for Marked {
-    fn circuit_id(&self) -> String {
-        self.inner.circuit_id()
-    }
-    fn partitions(&self) -> usize {
-        self.inner.partitions()
-    }
-    fn partition_bytes(&self) -> u64 {
-        self.inner.partition_bytes()
-    }
-    fn synthesize(&self, index: usize) -> Result<ProvingAssignment, PlanError> {
-        self.inner.synthesize(index)
-    }
-    fn public_inputs(&self, index: usize) -> Vec<Scalar> {
-        self.inner.public_inputs(index)
-    }
+    forward_plan!(inner: circuit_id, partitions, partition_bytes, synthesize, public_inputs);
     fn unverifiable(&self) -> Option<String> {
         self.reason.clone()
     }
@@ -72,14 +55,9 @@ impl PlanSource for Source {
                 .map(|inner| Box::new(Marked { inner, reason }) as Box<dyn ProofPlan>),
         )
     }
-    fn parameters(&self, circuit_id: &str) -> Option<Result<Box<dyn ParameterRecipe>, PlanError>> {
-        self.inner.parameters(circuit_id)
-    }
+    forward_source!(inner: parameters, r1cs_cache);
     fn counters(&self) -> Vec<(&'static str, u64)> {
         vec![("planned", self.planned.load(std::sync::atomic::Ordering::Relaxed))]
-    }
-    fn r1cs_cache(&self) -> Option<Arc<cuzk_core::R1csCache>> {
-        self.inner.r1cs_cache()
     }
 }
 
@@ -91,13 +69,7 @@ fn run(dir: &std::path::Path, reason: Option<&str>, seed: u64) -> (Engine, cuzk_
     };
     let engine = Engine::start(EngineConfig::default(), Vec::new(), vec![Arc::new(source)]).unwrap();
     let job = engine.submit(request_for(&spec(SIZE, 2, seed), None)).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let result = rt
-        .block_on(engine.wait(&job.job_id, Some(Duration::from_secs(300))))
-        .unwrap();
+    let result = wait_within(&engine, &job.job_id, Duration::from_secs(300));
     (engine, result)
 }
 
