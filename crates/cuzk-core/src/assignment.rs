@@ -281,61 +281,33 @@ fn term(value: Scalar, coeff: &Scalar) -> Scalar {
 impl ConstraintSystem<Scalar> for Synthesizer {
     type Root = Self;
 
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.out.aux_assignment.push(f()?);
-        self.out.a_aux_density.push_zero();
-        self.out.b_aux_density.push_zero();
-        Ok(Variable(Index::Aux(self.out.aux_assignment.len() - 1)))
-    }
+    crate::allocate!(this, value;
+        aux => {
+            this.out.aux_assignment.push(value()?);
+            this.out.a_aux_density.push_zero();
+            this.out.b_aux_density.push_zero();
+            Ok(Variable(Index::Aux(this.out.aux_assignment.len() - 1)))
+        }
+        input => {
+            this.out.input_assignment.push(value()?);
+            this.out.b_input_density.push_zero();
+            Ok(Variable(Index::Input(this.out.input_assignment.len() - 1)))
+        }
+    );
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.out.input_assignment.push(f()?);
-        self.out.b_input_density.push_zero();
-        Ok(Variable(Index::Input(self.out.input_assignment.len() - 1)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        let out = &mut self.out;
+    crate::enforce_combinations!(this, a, b, c => {
+        let out = &mut this.out;
         let (inputs, aux) = (&out.input_assignment, &out.aux_assignment);
         // Inputs are fully dense in A (the trailing input constraints put
         // every input there), so only aux density is tracked for A. C has no
         // query of its own, so no density for it.
-        let a = eval(
-            &a(LinearCombination::zero()),
-            None,
-            Some(&mut out.a_aux_density),
-            inputs,
-            aux,
-        );
-        let b = eval(
-            &b(LinearCombination::zero()),
-            Some(&mut out.b_input_density),
-            Some(&mut out.b_aux_density),
-            inputs,
-            aux,
-        );
-        let c = eval(&c(LinearCombination::zero()), None, None, inputs, aux);
+        let a = eval(&a, None, Some(&mut out.a_aux_density), inputs, aux);
+        let b = eval(&b, Some(&mut out.b_input_density), Some(&mut out.b_aux_density), inputs, aux);
+        let c = eval(&c, None, None, inputs, aux);
         out.a.push(a);
         out.b.push(b);
         out.c.push(c);
-    }
+    });
 
     crate::flat_namespaces!();
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use cuzk_core::backend::{prove_with, BackendKind, BackendStatus, Dual, Fallback};
+use cuzk_core::backend::{prove_with, BackendStatus, Dual, Fallback};
 use cuzk_core::{
     proof_to_bytes, BackendError, CpuBackend, PendingProof, ProveError, ProverBackend, ProverInput,
     Randomness, Scalar, Verifier,
@@ -23,10 +23,7 @@ impl ProverBackend for Corrupting {
     fn status(&self) -> BackendStatus {
         BackendStatus {
             name: self.name(),
-            kind: BackendKind::Cpu,
-            ordinal: 0,
-            memory_total_bytes: 0,
-            memory_free_bytes: 0,
+            ..CpuBackend.status()
         }
     }
     fn prove_start(&self, input: ProverInput) -> Result<PendingProof, BackendError> {

@@ -27,19 +27,35 @@ fn gpu(residency: Residency, tuning: Tuning) -> Option<CudaBackend> {
     found
 }
 
+/// The randomness `r`, `s` fixed, so that two backends' proofs of one
+/// partition are equal byte for byte.
+fn fixed_rs(r: u64, s: u64) -> Randomness {
+    Randomness::Fixed {
+        r: Scalar::from(r),
+        s: Scalar::from(s),
+    }
+}
+
+/// The CPU backend's proof of `assignment`: what a GPU proof must equal.
+fn cpu_proof(
+    assignment: &ProvingAssignment,
+    params: &Arc<cuzk_core::ProvingParameters>,
+    fixed: Randomness,
+) -> cuzk_core::Proof<cuzk_core::Bls12> {
+    prove_with(
+        &CpuBackend,
+        ProverInput::evaluated(assignment.clone(), params, fixed),
+    )
+    .unwrap()
+    .0
+}
+
 /// GPU and CPU proofs of a shaped partition of `n` constraints, same r, s.
 fn gpu_equals_cpu(gpu: &CudaBackend, n: usize, seed: u64) -> cuzk_core::ProveTimings {
     let assignment = shaped_assignment(n, 2, seed);
     let params = Arc::new(shaped_parameters(&assignment, seed + 1));
-    let fixed = Randomness::Fixed {
-        r: Scalar::from(n as u64 * 3 + 1),
-        s: Scalar::from(n as u64 * 5 + 2),
-    };
-    let (cpu, _) = prove_with(
-        &CpuBackend,
-        ProverInput::evaluated(assignment.clone(), &params, fixed),
-    )
-    .unwrap();
+    let fixed = fixed_rs(n as u64 * 3 + 1, n as u64 * 5 + 2);
+    let cpu = cpu_proof(&assignment, &params, fixed);
     let (ours, timings) = prove_with(gpu, ProverInput::evaluated(assignment, &params, fixed))
         .unwrap_or_else(|e| panic!("n={n}: {e}"));
     assert_eq!(
@@ -98,15 +114,8 @@ fn partitions_uploaded_ahead_equal_the_cpu_backend() {
     let n = (1usize << 18) + 3;
     let assignment = shaped_assignment(n, 2, 31);
     let params = Arc::new(shaped_parameters(&assignment, 32));
-    let fixed = Randomness::Fixed {
-        r: Scalar::from(17u64),
-        s: Scalar::from(19u64),
-    };
-    let (cpu, _) = prove_with(
-        &CpuBackend,
-        ProverInput::evaluated(assignment.clone(), &params, fixed),
-    )
-    .unwrap();
+    let fixed = fixed_rs(17, 19);
+    let cpu = cpu_proof(&assignment, &params, fixed);
     let cpu = proof_to_bytes(&cpu);
     // The first proof makes the parameters resident (nothing to copy
     // ahead with), then three threads prove at once.
@@ -304,10 +313,7 @@ fn small_partitions_are_declined_and_proved_by_the_cpu_fallback() {
         let n = 1usize << k;
         let assignment = shaped_assignment(n - 3, 2, n as u64);
         let params = Arc::new(shaped_parameters(&assignment, 1));
-        let fixed = Randomness::Fixed {
-            r: Scalar::from(3u64),
-            s: Scalar::from(4u64),
-        };
+        let fixed = fixed_rs(3, 4);
         let declined = gpu.prove_start(ProverInput::evaluated(assignment.clone(), &params, fixed));
         assert!(matches!(declined, Err(BackendError::Declined { .. })), "2^{k}");
         let fallback = Fallback::new(gpu.clone(), Arc::new(CpuBackend));
@@ -316,7 +322,7 @@ fn small_partitions_are_declined_and_proved_by_the_cpu_fallback() {
             ProverInput::evaluated(assignment.clone(), &params, fixed),
         )
         .unwrap();
-        let (cpu, _) = prove_with(&CpuBackend, ProverInput::evaluated(assignment, &params, fixed)).unwrap();
+        let cpu = cpu_proof(&assignment, &params, fixed);
         assert_eq!(proof_to_bytes(&ours), proof_to_bytes(&cpu), "2^{k}");
         assert_eq!(fallback.declined(), 1);
     }
@@ -337,15 +343,8 @@ fn injected_gpu_faults_give_a_cpu_proved_partition() {
     let n = (1usize << 16) + 3;
     let assignment = shaped_assignment(n, 2, 77);
     let params = Arc::new(shaped_parameters(&assignment, 78));
-    let fixed = Randomness::Fixed {
-        r: Scalar::from(5u64),
-        s: Scalar::from(6u64),
-    };
-    let (cpu, _) = prove_with(
-        &CpuBackend,
-        ProverInput::evaluated(assignment.clone(), &params, fixed),
-    )
-    .unwrap();
+    let fixed = fixed_rs(5, 6);
+    let cpu = cpu_proof(&assignment, &params, fixed);
     for (round, fault) in [Fault::Error, Fault::OutOfMemory].into_iter().enumerate() {
         inject(Some((fault, 1)));
         let (ours, timings) = prove_with(
@@ -411,15 +410,8 @@ impl WitnessCase {
     /// The GPU proof of the witness against the CPU backend's proof of the
     /// host's assignment, same r, s; returns the GPU's timings.
     fn gpu_equals_cpu(&self, gpu: &CudaBackend, n: usize) -> cuzk_core::ProveTimings {
-        let fixed = Randomness::Fixed {
-            r: Scalar::from(n as u64 * 7 + 1),
-            s: Scalar::from(n as u64 * 11 + 2),
-        };
-        let (cpu, _) = prove_with(
-            &CpuBackend,
-            ProverInput::evaluated(self.assignment.clone(), &self.params, fixed),
-        )
-        .unwrap();
+        let fixed = fixed_rs(n as u64 * 7 + 1, n as u64 * 11 + 2);
+        let cpu = cpu_proof(&self.assignment, &self.params, fixed);
         let (ours, timings) = prove_with(gpu, self.input(fixed)).unwrap_or_else(|e| panic!("n={n}: {e}"));
         assert_eq!(
             proof_to_bytes(&ours),
@@ -561,16 +553,9 @@ fn small_witness_partitions_are_declined_and_proved_by_the_cpu_fallback() {
     let fallback = Fallback::new(Arc::new(gpu), Arc::new(CpuBackend));
     let n = (1usize << 12) - 5;
     let case = witness_case(n, 21);
-    let fixed = Randomness::Fixed {
-        r: Scalar::from(8u64),
-        s: Scalar::from(9u64),
-    };
+    let fixed = fixed_rs(8, 9);
     let (ours, timings) = prove_with(&fallback, case.input(fixed)).unwrap();
-    let (cpu, _) = prove_with(
-        &CpuBackend,
-        ProverInput::evaluated(case.assignment.clone(), &case.params, fixed),
-    )
-    .unwrap();
+    let cpu = cpu_proof(&case.assignment, &case.params, fixed);
     assert_eq!(proof_to_bytes(&ours), proof_to_bytes(&cpu));
     assert_eq!(fallback.declined(), 1);
     assert!(

@@ -22,7 +22,7 @@
 //! row offset, variable index and coefficient, and the density bitmaps are
 //! computed from the matrices rather than read.
 
-use super::{densities, CompiledR1cs, Entry, NamespaceStart, SparseMatrix, INPUT_BIT, MINUS_ONE_ID, ONE_ID};
+use super::{CompiledR1cs, Entry, NamespaceStart, SparseMatrix, INPUT_BIT, MINUS_ONE_ID, ONE_ID};
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
@@ -447,20 +447,13 @@ fn decode(bytes: &[u8], circuit_id: &str, shape: &str) -> Result<CompiledR1cs, R
         return Err(malformed("the coefficients do not start with one and minus one"));
     }
     let namespaces = decode_namespaces(rest).ok_or_else(|| malformed("the namespaces"))?;
-    let [a, b, c]: [SparseMatrix; 3] = matrices.try_into().expect("three matrices");
-    let (a_aux_density, b_input_density, b_aux_density) = densities(&a, &b, num_inputs, num_aux);
-    Ok(CompiledR1cs {
-        a,
-        b,
-        c,
+    let matrices: [SparseMatrix; 3] = matrices.try_into().expect("three matrices");
+    Ok(CompiledR1cs::from_matrices(
+        matrices,
         coefficients,
-        num_inputs,
-        num_aux,
-        a_aux_density,
-        b_input_density,
-        b_aux_density,
+        (num_inputs, num_aux),
         namespaces,
-    })
+    ))
 }
 
 #[cfg(test)]

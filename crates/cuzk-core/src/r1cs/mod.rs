@@ -407,20 +407,12 @@ impl CompiledR1cs {
             || build(Matrix::A),
             || rayon::join(|| build(Matrix::B), || build(Matrix::C)),
         );
-        let (a, b, c) = (a?, b?, c?);
-        let (a_aux_density, b_input_density, b_aux_density) = densities(&a, &b, num_inputs, num_aux);
-        Ok(Self {
-            a,
-            b,
-            c,
+        Ok(Self::from_matrices(
+            [a?, b?, c?],
             coefficients,
-            num_inputs,
-            num_aux,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
-            namespaces: Vec::new(),
-        })
+            (num_inputs, num_aux),
+            Vec::new(),
+        ))
     }
 
     /// Synthesises an instance of the recorded circuit: its witness, then
@@ -697,6 +689,32 @@ impl CompiledR1cs {
     }
 }
 
+impl CompiledR1cs {
+    /// The R1CS of matrices `a`, `b` and `c` over `coefficients`, with
+    /// `counts` (inputs, aux) variables; A's and B's density bitmaps are
+    /// marked from their entries.
+    fn from_matrices(
+        [a, b, c]: [SparseMatrix; 3],
+        coefficients: Vec<Scalar>,
+        (num_inputs, num_aux): (usize, usize),
+        namespaces: Vec<NamespaceStart>,
+    ) -> Self {
+        let (a_aux_density, b_input_density, b_aux_density) = densities(&a, &b, num_inputs, num_aux);
+        Self {
+            a,
+            b,
+            c,
+            coefficients,
+            num_inputs,
+            num_aux,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+            namespaces,
+        }
+    }
+}
+
 /// The density bitmaps of matrices A and B by `enforce`'s rules (as the
 /// recorder marks them): aux variables in A, inputs and aux variables in B.
 fn densities(
@@ -927,68 +945,34 @@ fn push_row(
 impl ConstraintSystem<Scalar> for Recorder {
     type Root = Self;
 
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let out = &mut self.out;
-        out.a_aux_density.push_zero();
-        out.b_aux_density.push_zero();
-        out.num_aux += 1;
-        Ok(Variable(Index::Aux(out.num_aux - 1)))
-    }
+    crate::allocate!(this, _;
+        aux => {
+            let out = &mut this.out;
+            out.a_aux_density.push_zero();
+            out.b_aux_density.push_zero();
+            out.num_aux += 1;
+            Ok(Variable(Index::Aux(out.num_aux - 1)))
+        }
+        input => {
+            let out = &mut this.out;
+            out.b_input_density.push_zero();
+            out.num_inputs += 1;
+            Ok(Variable(Index::Input(out.num_inputs - 1)))
+        }
+    );
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let out = &mut self.out;
-        out.b_input_density.push_zero();
-        out.num_inputs += 1;
-        Ok(Variable(Index::Input(out.num_inputs - 1)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        let (out, table, too_large) = (&mut self.out, &mut self.table, &mut self.too_large);
+    crate::enforce_combinations!(this, a, b, c => {
+        let (out, table, too_large) = (&mut this.out, &mut this.table, &mut this.too_large);
+        let mut push = |matrix, lc, input_density, aux_density| {
+            push_row(matrix, table, too_large, lc, input_density, aux_density)
+        };
         // The same density rules as `crate::synthesize`: A tracks aux only
         // (inputs are dense in A through the input constraints), B tracks
         // both, C has no query of its own.
-        push_row(
-            &mut out.a,
-            table,
-            too_large,
-            &a(LinearCombination::zero()),
-            None,
-            Some(&mut out.a_aux_density),
-        );
-        push_row(
-            &mut out.b,
-            table,
-            too_large,
-            &b(LinearCombination::zero()),
-            Some(&mut out.b_input_density),
-            Some(&mut out.b_aux_density),
-        );
-        push_row(
-            &mut out.c,
-            table,
-            too_large,
-            &c(LinearCombination::zero()),
-            None,
-            None,
-        );
-    }
+        push(&mut out.a, &a, None, Some(&mut out.a_aux_density));
+        push(&mut out.b, &b, Some(&mut out.b_input_density), Some(&mut out.b_aux_density));
+        push(&mut out.c, &c, None, None);
+    });
 
     /// Namespaces of the first two levels are recorded with where they
     /// start (their names are built only then: deeper ones are never
@@ -1053,25 +1037,16 @@ struct WitnessOnly {
 impl ConstraintSystem<Scalar> for WitnessOnly {
     type Root = Self;
 
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.witness.aux.push(f()?);
-        Ok(Variable(Index::Aux(self.witness.aux.len() - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.witness.inputs.push(f()?);
-        Ok(Variable(Index::Input(self.witness.inputs.len() - 1)))
-    }
+    crate::allocate!(this, value;
+        aux => {
+            this.witness.aux.push(value()?);
+            Ok(Variable(Index::Aux(this.witness.aux.len() - 1)))
+        }
+        input => {
+            this.witness.inputs.push(value()?);
+            Ok(Variable(Index::Input(this.witness.inputs.len() - 1)))
+        }
+    );
 
     // The recorded matrices stand for the constraint, so its linear
     // combinations are never built.
@@ -1147,31 +1122,22 @@ impl<'a> UnitWitness<'a> {
 impl ConstraintSystem<Scalar> for UnitWitness<'_> {
     type Root = Self;
 
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let k = self.counts.1;
-        let placed = Self::place(f()?, k, self.prologue.1, &mut self.kept.aux, self.aux);
-        self.overflow |= !placed;
-        self.counts.1 += 1;
-        Ok(Variable(Index::Aux(k)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let k = self.counts.0;
-        let placed = Self::place(f()?, k, self.prologue.0, &mut self.kept.inputs, self.inputs);
-        self.overflow |= !placed;
-        self.counts.0 += 1;
-        Ok(Variable(Index::Input(k)))
-    }
+    crate::allocate!(this, value;
+        aux => {
+            let k = this.counts.1;
+            let placed = Self::place(value()?, k, this.prologue.1, &mut this.kept.aux, this.aux);
+            this.overflow |= !placed;
+            this.counts.1 += 1;
+            Ok(Variable(Index::Aux(k)))
+        }
+        input => {
+            let k = this.counts.0;
+            let placed = Self::place(value()?, k, this.prologue.0, &mut this.kept.inputs, this.inputs);
+            this.overflow |= !placed;
+            this.counts.0 += 1;
+            Ok(Variable(Index::Input(k)))
+        }
+    );
 
     crate::enforce_without_combinations!();
 

@@ -29,10 +29,8 @@
 //! 2,349 sectors then cost a counting pass and a few recordings instead of
 //! 2,349 recordings.
 
-use super::{
-    densities, CoefficientTable, CompiledR1cs, Entry, NamespaceStart, R1csError, SparseMatrix, INPUT_BIT,
-};
-use bellperson::{Circuit, ConstraintSystem, Index, SynthesisError, Variable};
+use super::{CoefficientTable, CompiledR1cs, Entry, NamespaceStart, R1csError, SparseMatrix, INPUT_BIT};
+use bellperson::{Circuit, ConstraintSystem, Index, Variable};
 use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
@@ -303,19 +301,12 @@ impl CompiledR1cs {
                 });
             }
         }
-        let (a_aux_density, b_input_density, b_aux_density) = densities(&a, &b, num_inputs, num_aux);
-        Ok(Self {
-            a,
-            b,
-            c,
-            coefficients: table.values,
-            num_inputs,
-            num_aux,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
+        Ok(Self::from_matrices(
+            [a, b, c],
+            table.values,
+            (num_inputs, num_aux),
             namespaces,
-        })
+        ))
     }
 }
 
@@ -449,25 +440,16 @@ struct Counter {
 impl ConstraintSystem<Scalar> for Counter {
     type Root = Self;
 
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux += 1;
-        Ok(Variable(Index::Aux(self.aux - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs += 1;
-        Ok(Variable(Index::Input(self.inputs - 1)))
-    }
+    crate::allocate!(this, _;
+        aux => {
+            this.aux += 1;
+            Ok(Variable(Index::Aux(this.aux - 1)))
+        }
+        input => {
+            this.inputs += 1;
+            Ok(Variable(Index::Input(this.inputs - 1)))
+        }
+    );
 
     crate::enforce_without_combinations!(this => this.constraints += 1);
 
