@@ -55,7 +55,7 @@ pub use assignment::{synthesize, DensityBitmap, ProvingAssignment, SizeHint};
 pub use backend::cpu::{prove, prove_start};
 pub use backend::{BackendError, CpuBackend, PartitionData, PartitionWitness, ProverBackend, ProverInput};
 pub use groth16::{finish, proof_to_bytes, PendingProof, ProveError, ProveTimings, Randomness, PROOF_BYTES};
-pub use packed::{PackedScalars, SpareValues};
+pub use packed::{PackedScalars, Piece, ScalarSink, SpareValues};
 #[cfg(feature = "bench-circuits")]
 pub use param_cache::{CacheError, CacheOutcome, ParameterCache};
 pub use params::{CircuitCounts, ParamsError, PointCheck, ProvingParameters};

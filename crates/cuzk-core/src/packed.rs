@@ -45,6 +45,143 @@ pub struct PackedScalars {
     return_to: ReturnTo,
 }
 
+/// What a witness writer appends its values to: a whole
+/// [`PackedScalars`], or a [`Piece`] of one.
+pub trait ScalarSink {
+    /// Appends a 0 (`false`) or a 1 (`true`).
+    fn push_bit(&mut self, one: bool);
+    /// Appends the low `count` bits of `bits` (at most 64), bit 0 first.
+    fn push_bits(&mut self, bits: u64, count: u32);
+    /// Appends a value (a bit when it is 0 or 1).
+    fn push(&mut self, value: Scalar);
+    /// Appends `values` in order.
+    fn push_all(&mut self, values: &[Scalar]) {
+        values.iter().for_each(|&value| self.push(value));
+    }
+    /// Number of values appended.
+    fn len(&self) -> usize;
+    /// Whether none were.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A stretch of values one writer appends: its bits in words of its own,
+/// its wide values either straight into their place in a vector being
+/// made by [`PackedScalars::from_pieces`] (so nothing is copied after:
+/// a WindowPoSt partition's 4 GB of Poseidon values are written once), or
+/// into a vector of its own ([`Piece::default`], then
+/// [`into_packed`](Piece::into_packed)).
+#[derive(Debug, Default)]
+pub struct Piece<'a> {
+    /// The bits; the wide values too where the piece has no place.
+    bits: PackedScalars,
+    place: Place<'a>,
+}
+
+/// Where a [`Piece`]'s wide values go.
+#[derive(Debug, Default)]
+enum Place<'a> {
+    /// Into the piece's own vector.
+    #[default]
+    Own,
+    /// Into `values`, in order; `written` counts them, past its end too
+    /// (a piece that writes more than its place holds is refused).
+    In {
+        values: &'a mut [Scalar],
+        written: usize,
+    },
+}
+
+impl Piece<'_> {
+    /// Number of values that are neither 0 nor 1.
+    pub fn wide_count(&self) -> usize {
+        match &self.place {
+            Place::Own => self.bits.wide_count(),
+            Place::In { written, .. } => *written,
+        }
+    }
+
+    /// The values of a piece written into its own vector; `None` for a
+    /// piece written in place (its wide values are elsewhere).
+    pub fn into_packed(self) -> Option<PackedScalars> {
+        matches!(self.place, Place::Own).then_some(self.bits)
+    }
+}
+
+impl ScalarSink for Piece<'_> {
+    #[inline]
+    fn push_bit(&mut self, one: bool) {
+        self.bits.push_bit(one);
+    }
+    #[inline]
+    fn push_bits(&mut self, bits: u64, count: u32) {
+        self.bits.push_bits(bits, count);
+    }
+    #[inline]
+    fn push(&mut self, value: Scalar) {
+        match &mut self.place {
+            Place::Own => self.bits.push(value),
+            Place::In { values, written } => {
+                if is_bit(&value) {
+                    self.bits.push_bit(value == Scalar::ONE);
+                } else {
+                    self.bits.push_wide_elsewhere();
+                    if let Some(slot) = values.get_mut(*written) {
+                        *slot = value;
+                    }
+                    *written += 1;
+                }
+            }
+        }
+    }
+    fn push_all(&mut self, values: &[Scalar]) {
+        match &mut self.place {
+            Place::Own => self.bits.push_all(values),
+            // All wide (a Poseidon trace, as a rule): copied at once, their
+            // bits set a word at a time.
+            Place::In { values: place, written }
+                if !values.iter().any(is_bit) && *written + values.len() <= place.len() =>
+            {
+                place[*written..*written + values.len()].copy_from_slice(values);
+                *written += values.len();
+                self.bits.push_wide_run_elsewhere(values.len());
+            }
+            Place::In { .. } => values.iter().for_each(|&value| self.push(value)),
+        }
+    }
+    fn len(&self) -> usize {
+        self.bits.len
+    }
+}
+
+/// Whether `value` is kept as a bit.
+fn is_bit(value: &Scalar) -> bool {
+    *value == Scalar::ZERO || *value == Scalar::ONE
+}
+
+impl ScalarSink for PackedScalars {
+    #[inline]
+    fn push_bit(&mut self, one: bool) {
+        PackedScalars::push_bit(self, one);
+    }
+    #[inline]
+    fn push_bits(&mut self, bits: u64, count: u32) {
+        PackedScalars::push_bits(self, bits, count);
+    }
+    #[inline]
+    fn push(&mut self, value: Scalar) {
+        PackedScalars::push(self, value);
+    }
+    fn push_all(&mut self, values: &[Scalar]) {
+        self.values.reserve(values.len());
+        values.iter().for_each(|&value| PackedScalars::push(self, value));
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
 /// The spares a vector's wide values return to, if any. Not part of the
 /// value: two vectors of equal values are equal wherever they return,
 /// and a clone returns nowhere.
@@ -319,6 +456,28 @@ impl PackedScalars {
         }
     }
 
+    /// Appends a wide value kept elsewhere (a [`Piece`] in place): its
+    /// bit alone. The vector's own wide counts are then not its values'
+    /// (only a piece's bit words are used).
+    #[inline]
+    fn push_wide_elsewhere(&mut self) {
+        let (word, bit) = self.slot();
+        self.wide[word] |= 1 << bit;
+        self.len += 1;
+    }
+
+    /// [`push_wide_elsewhere`](Self::push_wide_elsewhere) `count` times,
+    /// a word at a time.
+    fn push_wide_run_elsewhere(&mut self, mut count: usize) {
+        while count > 0 {
+            let (word, bit) = self.slot();
+            let run = count.min(64 - bit as usize);
+            self.wide[word] |= (u64::MAX >> (64 - run)) << bit;
+            self.len += run;
+            count -= run;
+        }
+    }
+
     /// Empties the vector, keeping its allocations.
     pub fn clear(&mut self) {
         self.len = 0;
@@ -330,9 +489,8 @@ impl PackedScalars {
 
     /// `head`, then `count` pieces of `len` values each, `wide` of them
     /// wide, in one vector allocated once: piece `i` is made by `make(i,
-    /// scratch)` on the pool into a scratch vector each thread reuses (so
-    /// it stays in cache) and copied into its place, and nothing is
-    /// copied twice. Returns what each `make` returned, in order; `None`
+    /// piece)` on the pool, its wide values written straight into their
+    /// place and its bit words (a 256th of the values) joined after. Returns what each `make` returned, in order; `None`
     /// when a piece's length or wide count is not `len` and `wide` (a
     /// caller that cannot promise equal pieces joins them another way).
     /// The wide values go into a vector of `spares` when one fits, and
@@ -342,7 +500,7 @@ impl PackedScalars {
         count: usize,
         (len, wide): (usize, usize),
         spares: Option<&Arc<SpareValues>>,
-        make: impl Fn(usize, &mut PackedScalars) -> T + Sync,
+        make: impl Fn(usize, &mut Piece<'_>) -> T + Sync,
     ) -> Option<(Self, Vec<T>)> {
         let total_wide = head.values.len() + count * wide;
         if u32::try_from(total_wide).is_err() {
@@ -365,21 +523,21 @@ impl PackedScalars {
                 fresh
             }
         };
-        let scratch = || PackedScalars::with_capacity(len, wide);
-        // Each piece's own bit words, joined below (a 256th of the values).
+        // Each thread's bit words, reused from piece to piece.
+        let bits = || PackedScalars::with_capacity(len, 0);
         let made: Option<Vec<MadePiece<T>>> = if wide == 0 {
             (0..count)
                 .into_par_iter()
-                .map_init(scratch, |piece, i| {
-                    Self::make_piece(piece, i, (len, wide), None, &make)
+                .map_init(bits, |bits, i| {
+                    Self::make_piece(bits, i, (len, wide), &mut [], &make)
                 })
                 .collect()
         } else {
             values[head.values.len()..]
                 .par_chunks_mut(wide)
                 .enumerate()
-                .map_init(scratch, |piece, (i, slot)| {
-                    Self::make_piece(piece, i, (len, wide), Some(slot), &make)
+                .map_init(bits, |bits, (i, place)| {
+                    Self::make_piece(bits, i, (len, wide), place, &make)
                 })
                 .collect()
         };
@@ -410,24 +568,30 @@ impl PackedScalars {
         Some((joined, outputs))
     }
 
-    /// One piece of [`from_pieces`](Self::from_pieces): made into
-    /// `piece`, its wide values copied into `slot`, its bit words kept.
+    /// One piece of [`from_pieces`](Self::from_pieces): its wide values
+    /// made into `place`, its bit words into `bits` and kept.
     fn make_piece<T>(
-        piece: &mut PackedScalars,
+        bits: &mut PackedScalars,
         i: usize,
         (len, wide): (usize, usize),
-        slot: Option<&mut [Scalar]>,
-        make: &impl Fn(usize, &mut PackedScalars) -> T,
+        place: &mut [Scalar],
+        make: &impl Fn(usize, &mut Piece<'_>) -> T,
     ) -> Option<MadePiece<T>> {
-        piece.clear();
-        let output = make(i, piece);
-        if piece.len != len || piece.values.len() != wide {
+        bits.clear();
+        let mut piece = Piece {
+            bits: std::mem::take(bits),
+            place: Place::In {
+                values: place,
+                written: 0,
+            },
+        };
+        let output = make(i, &mut piece);
+        let written = piece.wide_count();
+        *bits = piece.bits;
+        if bits.len != len || written != wide {
             return None;
         }
-        if let Some(slot) = slot {
-            slot.copy_from_slice(&piece.values);
-        }
-        Some((piece.ones.clone(), piece.wide.clone(), output))
+        Some((bits.ones.clone(), bits.wide.clone(), output))
     }
 
     /// Appends every value of `other`, a word at a time.
@@ -649,21 +813,109 @@ mod tests {
                     (0..37).map(|i| PackedScalars::from_scalars(&piece(i))).collect();
                 let expected = PackedScalars::concat(std::iter::once(&head).chain(&pieces));
                 let shape = (len, pieces[0].wide_count());
-                let (joined, outputs) = PackedScalars::from_pieces(&head, 37, shape, None, |i, scratch| {
-                    piece(i).into_iter().for_each(|v| scratch.push(v));
+                let (joined, outputs) = PackedScalars::from_pieces(&head, 37, shape, None, |i, out| {
+                    piece(i).into_iter().for_each(|v| out.push(v));
                     i * 2
                 })
                 .expect("equal pieces");
                 assert_eq!(joined, expected, "head {head_len}, len {len}, wide {wide_values}");
                 assert_eq!(outputs, (0..37).map(|i| i * 2).collect::<Vec<_>>());
+                // Appended a slice at a time: the same.
+                let (at_once, _) = PackedScalars::from_pieces(&head, 37, shape, None, |i, out| {
+                    out.push_all(&piece(i));
+                })
+                .expect("equal pieces");
+                assert_eq!(at_once, expected);
                 // One piece longer than the others.
-                let uneven = PackedScalars::from_pieces(&head, 37, shape, None, |i, scratch| {
-                    piece(i).into_iter().for_each(|v| scratch.push(v));
+                let uneven = PackedScalars::from_pieces(&head, 37, shape, None, |i, out| {
+                    piece(i).into_iter().for_each(|v| out.push(v));
                     if i == 20 {
-                        scratch.push_bit(true);
+                        out.push_bit(true);
                     }
                 });
                 assert!(uneven.is_none());
+                // One piece with a wide value more (past its place) or one
+                // fewer, its length the others'.
+                let is_bit = |v: &Scalar| *v == Scalar::ZERO || *v == Scalar::ONE;
+                for more_wide in [true, false] {
+                    let change = |values: &mut Vec<Scalar>| {
+                        let found = values.iter_mut().find(|v| is_bit(v) == more_wide);
+                        found.map(|v| {
+                            *v = if more_wide {
+                                Scalar::from(5u64)
+                            } else {
+                                Scalar::ONE
+                            }
+                        })
+                    };
+                    let other = PackedScalars::from_pieces(&head, 37, shape, None, |i, out| {
+                        let mut values = piece(i);
+                        if i == 36 {
+                            change(&mut values);
+                        }
+                        out.push_all(&values);
+                    });
+                    let changed = change(&mut piece(36)).is_some();
+                    assert_eq!(
+                        other.is_none(),
+                        changed,
+                        "head {head_len}, len {len}, more {more_wide}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A piece written into its own vector is that vector, packed as
+    /// any other; one written in place has no vector of its own.
+    #[test]
+    fn a_piece_of_its_own_equals_its_values_packed() {
+        let plain = values(300, 11);
+        let mut own = Piece::default();
+        own.push_all(&plain[..100]);
+        plain[100..].iter().for_each(|&v| own.push(v));
+        assert_eq!(own.len(), 300);
+        assert_eq!(own.wide_count(), PackedScalars::from_scalars(&plain).wide_count());
+        assert_eq!(own.into_packed(), Some(PackedScalars::from_scalars(&plain)));
+        let mut place = [Scalar::ZERO; 4];
+        let mut in_place = Piece {
+            bits: PackedScalars::new(),
+            place: Place::In {
+                values: &mut place,
+                written: 0,
+            },
+        };
+        in_place.push_all(&[Scalar::ONE, Scalar::from(3u64), Scalar::ZERO, Scalar::from(4u64)]);
+        assert_eq!((in_place.len(), in_place.wide_count()), (4, 2));
+        assert!(in_place.into_packed().is_none());
+        assert_eq!(&place[..2], &[Scalar::from(3u64), Scalar::from(4u64)]);
+    }
+
+    /// Runs of wide values appended at once into their place (their bits
+    /// set a word at a time) equal the same values packed one by one, at
+    /// every offset in a word and across words.
+    #[test]
+    fn wide_runs_appended_in_place_equal_values_packed_one_by_one() {
+        for lead in [0usize, 1, 63, 64, 65] {
+            for run in [1usize, 63, 64, 65, 130] {
+                let piece = |i: usize| -> Vec<Scalar> {
+                    let bits = (0..lead).map(|k| Scalar::from(((k + i) % 2) as u64));
+                    let wide = (0..run).map(|k| Scalar::from((2 + k + i * run) as u64));
+                    bits.chain(wide).chain([Scalar::ONE, Scalar::ZERO]).collect()
+                };
+                let head = PackedScalars::from_scalars(&values(lead + 3, 5));
+                let pieces: Vec<PackedScalars> = (0..9).map(|i| PackedScalars::from_scalars(&piece(i))).collect();
+                let expected = PackedScalars::concat(std::iter::once(&head).chain(&pieces));
+                let shape = (lead + run + 2, run);
+                let (joined, _) = PackedScalars::from_pieces(&head, 9, shape, None, |i, out| {
+                    let values = piece(i);
+                    out.push_all(&values[..lead]);
+                    out.push_all(&values[lead..lead + run]);
+                    out.push_all(&values[lead + run..]);
+                })
+                .expect("equal pieces");
+                assert_eq!(joined, expected, "lead {lead}, run {run}");
+                assert_eq!(joined.to_scalars(), expected.to_scalars(), "lead {lead}, run {run}");
             }
         }
     }
@@ -675,11 +927,11 @@ mod tests {
         seed: u64,
         spares: Option<&Arc<SpareValues>>,
     ) -> Option<PackedScalars> {
-        let piece = |i: usize, scratch: &mut PackedScalars| {
+        let piece = |i: usize, piece: &mut Piece<'_>| {
             for k in 0..100u64 {
                 match k % 10 {
-                    0 => scratch.push(Scalar::from(seed * 1_000_000 + i as u64 * 100 + k + 2)),
-                    _ => scratch.push_bit(k % 3 == 0),
+                    0 => piece.push(Scalar::from(seed * 1_000_000 + i as u64 * 100 + k + 2)),
+                    _ => piece.push_bit(k % 3 == 0),
                 }
             }
         };
@@ -760,16 +1012,11 @@ mod tests {
             500 * 32,
             "only one vector of 16,000 bytes fits 30,000"
         );
-        let uneven = PackedScalars::from_pieces(
-            &PackedScalars::new(),
-            50,
-            (100, 10),
-            Some(&spares),
-            |i, scratch| {
+        let uneven =
+            PackedScalars::from_pieces(&PackedScalars::new(), 50, (100, 10), Some(&spares), |i, piece| {
                 let n = if i == 7 { 99 } else { 100 };
-                (0..n).for_each(|k| scratch.push(Scalar::from(k as u64 + 2)));
-            },
-        );
+                (0..n).for_each(|k| piece.push(Scalar::from(k as u64 + 2)));
+            });
         assert!(uneven.is_none());
         assert_eq!(spares.bytes(), 500 * 32, "the vector came back");
         let c = wide_pieces(&PackedScalars::new(), 50, 5, Some(&spares)).unwrap();

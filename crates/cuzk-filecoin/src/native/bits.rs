@@ -19,6 +19,10 @@ pub trait Aux {
             self.bit(values >> i & 1 == 1);
         }
     }
+    /// Allocated field elements, in order (a Poseidon hash's trace).
+    fn elements(&mut self, values: &[Scalar]) {
+        values.iter().for_each(|&value| self.element(value));
+    }
 }
 
 /// The bits of `values` at the positions set in `mask`, lowest first, as

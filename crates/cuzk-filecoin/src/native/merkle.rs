@@ -8,6 +8,7 @@
 use super::poseidon::{poseidon_hash, PreparedHashes};
 use super::sha256::sha256_leaves;
 use super::{Assignment, Aux};
+use cuzk_core::ScalarSink;
 use cuzk_core::Scalar;
 use ff::{Field, PrimeField};
 use filecoin_hashers::PoseidonArity;
@@ -43,7 +44,7 @@ impl Level {
 pub trait TreeHash {
     /// The hash of `children` (as many as the level's arity `A`), its
     /// variables written to `w` as the hasher's circuit allocates them.
-    fn hash<A: PoseidonArity>(&mut self, w: &mut Assignment, children: &[Scalar]) -> Scalar;
+    fn hash<A: PoseidonArity>(&mut self, w: &mut Assignment<impl ScalarSink>, children: &[Scalar]) -> Scalar;
 }
 
 /// Poseidon trees (tree C, tree R): neptune's legacy circuit with the
@@ -52,7 +53,7 @@ pub trait TreeHash {
 pub struct Poseidon;
 
 impl TreeHash for Poseidon {
-    fn hash<A: PoseidonArity>(&mut self, w: &mut Assignment, children: &[Scalar]) -> Scalar {
+    fn hash<A: PoseidonArity>(&mut self, w: &mut Assignment<impl ScalarSink>, children: &[Scalar]) -> Scalar {
         poseidon_hash(w, children, A::PARAMETERS())
     }
 }
@@ -123,7 +124,7 @@ impl PreparedPaths {
 }
 
 impl TreeHash for PreparedPaths {
-    fn hash<A: PoseidonArity>(&mut self, w: &mut Assignment, children: &[Scalar]) -> Scalar {
+    fn hash<A: PoseidonArity>(&mut self, w: &mut Assignment<impl ScalarSink>, children: &[Scalar]) -> Scalar {
         let depth = self.levels.len();
         if depth > 0 && self.next < self.paths * depth {
             let (path, level) = (self.next / depth, &self.levels[self.next % depth]);
@@ -142,7 +143,7 @@ impl TreeHash for PreparedPaths {
 pub struct Sha256;
 
 impl TreeHash for Sha256 {
-    fn hash<A: PoseidonArity>(&mut self, w: &mut Assignment, children: &[Scalar]) -> Scalar {
+    fn hash<A: PoseidonArity>(&mut self, w: &mut Assignment<impl ScalarSink>, children: &[Scalar]) -> Scalar {
         sha256_leaves(w, children)
     }
 }
@@ -162,7 +163,7 @@ pub enum Leaf {
 /// allocation), private (no root input). Returns the root the path leads
 /// to.
 pub fn inclusion<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
-    w: &mut Assignment,
+    w: &mut Assignment<impl ScalarSink>,
     hasher: &mut impl TreeHash,
     leaf: Leaf,
     path: &[Level],
@@ -203,7 +204,7 @@ pub fn inclusion<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
 /// hash. The root's equality is a constraint (no allocation). Returns the
 /// root the path leads to.
 pub fn path_to_root<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
-    w: &mut Assignment,
+    w: &mut Assignment<impl ScalarSink>,
     hasher: &mut impl TreeHash,
     leaf: Scalar,
     bits: &[bool],
@@ -238,7 +239,7 @@ pub fn path_to_root<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
 /// One level of [`path_to_root`]: the node inserted among the siblings by
 /// the next index bits, and the children's hash.
 fn inserted_hash<A: PoseidonArity>(
-    w: &mut Assignment,
+    w: &mut Assignment<impl ScalarSink>,
     hasher: &mut impl TreeHash,
     node: Scalar,
     siblings: &[Scalar],
@@ -256,7 +257,7 @@ fn inserted_hash<A: PoseidonArity>(
 /// One level: the index bits (least significant first), the siblings, the
 /// children in order with the node inserted, and their hash.
 fn level_hash<A: PoseidonArity>(
-    w: &mut Assignment,
+    w: &mut Assignment<impl ScalarSink>,
     hasher: &mut impl TreeHash,
     node: Scalar,
     level: &Level,
@@ -281,7 +282,7 @@ fn level_hash<A: PoseidonArity>(
 /// `insertion::insert`: `element` placed among `elements` at the position
 /// the bits give, by picks (one allocation each), in the gadget's order for
 /// its sizes 2, 4 and 8 and by `select` otherwise.
-fn insert(w: &mut Assignment, element: Scalar, bits: &[bool], elements: &[Scalar]) -> Vec<Scalar> {
+fn insert(w: &mut Assignment<impl ScalarSink>, element: Scalar, bits: &[bool], elements: &[Scalar]) -> Vec<Scalar> {
     let size = elements.len() + 1;
     assert_eq!(1 << bits.len(), size);
     let a = element;
@@ -353,7 +354,7 @@ fn insert(w: &mut Assignment, element: Scalar, bits: &[bool], elements: &[Scalar
 
 /// `insertion::select`: halves the choices by the bits, most significant
 /// first, one pick a pair.
-pub fn select(w: &mut Assignment, from: &[Scalar], bits: &[bool]) -> Scalar {
+pub fn select(w: &mut Assignment<impl ScalarSink>, from: &[Scalar], bits: &[bool]) -> Scalar {
     let mut state = from.to_vec();
     for &bit in bits.iter().rev() {
         let half = state.len() / 2;
@@ -365,7 +366,7 @@ pub fn select(w: &mut Assignment, from: &[Scalar], bits: &[bool]) -> Scalar {
 }
 
 /// `insertion::pick`: `a` if `condition`, else `b`, allocated.
-fn pick(w: &mut Assignment, condition: bool, a: Scalar, b: Scalar) -> Scalar {
+fn pick(w: &mut Assignment<impl ScalarSink>, condition: bool, a: Scalar, b: Scalar) -> Scalar {
     let chosen = if condition { a } else { b };
     w.element(chosen);
     chosen
@@ -373,7 +374,7 @@ fn pick(w: &mut Assignment, condition: bool, a: Scalar, b: Scalar) -> Scalar {
 
 /// `multipack::pack_into_inputs`: the bits in chunks of the field's
 /// capacity, each packed (least significant first) into one public input.
-pub fn pack_into_inputs(w: &mut Assignment, bits: &[bool]) {
+pub fn pack_into_inputs(w: &mut Assignment<impl ScalarSink>, bits: &[bool]) {
     for chunk in bits.chunks(Scalar::CAPACITY as usize) {
         let mut packed = Scalar::ZERO;
         let mut coefficient = Scalar::ONE;

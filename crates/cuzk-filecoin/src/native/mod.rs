@@ -21,19 +21,20 @@ pub mod snap;
 
 pub use bits::{Aux, Bit, Word};
 
-use cuzk_core::{PackedScalars, Scalar, SpareValues};
+use cuzk_core::{PackedScalars, Piece, Scalar, ScalarSink, SpareValues};
 use ff::Field;
 use std::sync::Arc;
 
 /// A circuit's variables as it allocates them: the public inputs (the
 /// constant one first) and the aux variables, the bits among them kept
-/// as bits.
+/// as bits, in a vector of their own or a piece of a partition's
+/// ([`lay_out`]).
 #[derive(Debug)]
-pub struct Assignment {
+pub struct Assignment<S = PackedScalars> {
     /// Public inputs.
     pub inputs: Vec<Scalar>,
     /// Aux variables.
-    pub aux: PackedScalars,
+    pub aux: S,
 }
 
 impl Default for Assignment {
@@ -51,14 +52,16 @@ impl Assignment {
             aux: PackedScalars::with_capacity(aux, 0),
         }
     }
+}
 
+impl<S> Assignment<S> {
     /// One public input.
     pub fn input(&mut self, value: Scalar) {
         self.inputs.push(value);
     }
 }
 
-impl Aux for Assignment {
+impl<S: ScalarSink> Aux for Assignment<S> {
     fn bit(&mut self, value: bool) {
         self.aux.push_bit(value);
     }
@@ -67,6 +70,9 @@ impl Aux for Assignment {
     }
     fn element(&mut self, value: Scalar) {
         self.aux.push(value);
+    }
+    fn elements(&mut self, values: &[Scalar]) {
+        self.aux.push_all(values);
     }
 }
 
@@ -77,41 +83,48 @@ impl Aux for Assignment {
 /// prologue's in the units' order.
 ///
 /// Units with as many wide values as unit 0 (all of them, but for a value
-/// that happens to be 0 or 1) are written into a scratch vector each
-/// thread reuses and copied straight into the partition's vector
-/// ([`PackedScalars::from_pieces`], in a vector of `spares` when one
-/// fits); otherwise each is written into a vector of its own and the
+/// that happens to be 0 or 1) are written straight into the partition's
+/// vector ([`PackedScalars::from_pieces`], in a vector of `spares` when
+/// one fits); otherwise each is written into a vector of its own and the
 /// vectors joined.
 pub fn lay_out<T: Sync>(
     prologue: Assignment,
     units: &[T],
     spares: Option<&Arc<SpareValues>>,
-    write: impl Fn(&mut Assignment, &T) + Sync,
+    write: impl Fn(&mut Assignment<Piece<'_>>, &T) + Sync,
 ) -> Result<cuzk_core::Witness, String> {
     use rayon::prelude::*;
     let Assignment { mut inputs, aux } = prologue;
     let Some(first) = units.first() else {
         return Ok(cuzk_core::Witness { inputs, aux });
     };
-    let mut unit = Assignment::default();
-    write(&mut unit, first);
+    let on_its_own = |item: &T| {
+        let mut unit = Assignment {
+            inputs: vec![Scalar::ONE],
+            aux: Piece::default(),
+        };
+        write(&mut unit, item);
+        let aux = unit.aux.into_packed().expect("a piece of its own");
+        Assignment { inputs: unit.inputs, aux }
+    };
+    let unit = on_its_own(first);
     let length = unit.aux.len();
     if length == 0 {
         return Err("a unit without aux variables".to_string());
     }
     let shape = (length, unit.aux.wide_count());
-    let write_into = |i: usize, scratch: &mut PackedScalars| {
+    let write_in_place = |i: usize, piece: &mut Piece<'_>| {
         let mut rest = Assignment {
             inputs: vec![Scalar::ONE],
-            aux: std::mem::take(scratch),
+            aux: std::mem::take(piece),
         };
         write(&mut rest, &units[1 + i]);
-        *scratch = rest.aux;
+        *piece = rest.aux;
         rest.inputs
     };
     let head = PackedScalars::concat([&aux, &unit.aux]);
     let in_place = cuzk_core::cores::parallel(|| {
-        PackedScalars::from_pieces(&head, units.len() - 1, shape, spares, write_into)
+        PackedScalars::from_pieces(&head, units.len() - 1, shape, spares, write_in_place)
     });
     if let Some((aux, rest_inputs)) = in_place {
         inputs.extend_from_slice(&unit.inputs[1..]);
@@ -120,19 +133,8 @@ pub fn lay_out<T: Sync>(
         }
         return Ok(cuzk_core::Witness { inputs, aux });
     }
-    let rest: Vec<Assignment> = cuzk_core::cores::parallel(|| {
-        units[1..]
-            .par_iter()
-            .map(|item| {
-                let mut unit = Assignment {
-                    inputs: vec![Scalar::ONE],
-                    aux: PackedScalars::with_capacity(shape.0, shape.1),
-                };
-                write(&mut unit, item);
-                unit
-            })
-            .collect()
-    });
+    let rest: Vec<Assignment> =
+        cuzk_core::cores::parallel(|| units[1..].par_iter().map(on_its_own).collect());
     if rest.iter().any(|other| other.aux.len() != length) {
         return Err("a unit wrote another number of variables than the first".to_string());
     }

@@ -10,6 +10,7 @@ use super::merkle::{inclusion, Leaf, Level, Poseidon, PreparedPaths, Sha256};
 use super::poseidon::{poseidon_hash, PreparedHashes};
 use super::sha256::sha256;
 use super::{Assignment, Aux};
+use cuzk_core::ScalarSink;
 use cuzk_core::Scalar;
 use filecoin_hashers::PoseidonArity;
 use typenum::{U0, U11, U2};
@@ -61,7 +62,7 @@ pub struct PartitionWitness {
 
 /// The prologue every challenge shares; returns the replica id's bits as
 /// the labels take them.
-pub fn prologue(w: &mut Assignment, p: &PartitionWitness) -> Vec<Bit> {
+pub fn prologue(w: &mut Assignment<impl ScalarSink>, p: &PartitionWitness) -> Vec<Bit> {
     w.element(p.replica_id);
     w.input(p.replica_id);
     let replica_bits = reverse_bit_numbering(field_bits_le(w, p.replica_id));
@@ -82,7 +83,7 @@ pub fn prologue(w: &mut Assignment, p: &PartitionWitness) -> Vec<Bit> {
 
 /// One challenge's variables, for a replica tree of arities `U`, `V`, `W`.
 pub fn challenge<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
-    w: &mut Assignment,
+    w: &mut Assignment<impl ScalarSink>,
     replica_bits: &[Bit],
     c: &ChallengeWitness,
 ) {
@@ -154,7 +155,7 @@ pub fn challenge<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
 /// (big-endian), and the parents, each padded to 32 bytes; the digest's
 /// bits renumbered and packed.
 fn label(
-    w: &mut Assignment,
+    w: &mut Assignment<impl ScalarSink>,
     replica_bits: &[Bit],
     parents: &[Vec<Bit>],
     layer: u32,
@@ -192,7 +193,7 @@ fn prepared_column_hashes(columns: &[&ColumnWitness]) -> Option<PreparedHashes> 
 }
 
 /// `hash_single_column`: Poseidon of the column's values (2 or 11 layers).
-fn column_hash(w: &mut Assignment, rows: &[Scalar]) -> Scalar {
+fn column_hash(w: &mut Assignment<impl ScalarSink>, rows: &[Scalar]) -> Scalar {
     match rows.len() {
         2 => poseidon_hash(w, rows, U2::PARAMETERS()),
         11 => poseidon_hash(w, rows, U11::PARAMETERS()),

@@ -188,9 +188,7 @@ impl PreparedHashes {
             return None;
         }
         let trace = &self.traces[k * self.trace_len..(k + 1) * self.trace_len];
-        for &value in trace {
-            aux.element(value);
-        }
+        aux.elements(trace);
         Some(trace[self.trace_len - 1])
     }
 }

@@ -6,6 +6,7 @@
 use super::merkle::{inclusion, Leaf, Level, PreparedPaths};
 use super::poseidon::poseidon_hash;
 use super::{Assignment, Aux};
+use cuzk_core::ScalarSink;
 use cuzk_core::Scalar;
 use filecoin_hashers::PoseidonArity;
 use typenum::U2;
@@ -26,7 +27,7 @@ pub struct SectorWitness {
 /// The sector's variables, in the circuit's order, for a replica tree of
 /// arities `U`, `V`, `W`.
 pub fn sector<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
-    w: &mut Assignment,
+    w: &mut Assignment<impl ScalarSink>,
     sector: &SectorWitness,
 ) {
     sectors::<U, V, W>(w, std::slice::from_ref(sector));
@@ -38,7 +39,7 @@ pub fn sector<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
 /// leave six of sixteen lanes idle at each level, three sectors' thirty
 /// two of thirty-two.
 pub fn sectors<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
-    w: &mut Assignment,
+    w: &mut Assignment<impl ScalarSink>,
     sectors: &[SectorWitness],
 ) {
     let paths: Vec<(Scalar, &[Level])> = sectors

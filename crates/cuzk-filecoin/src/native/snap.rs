@@ -14,6 +14,7 @@ use super::bits::{field_bits_le, pack_bits, Bit};
 use super::merkle::{path_to_root, select, Level, Poseidon, PreparedPaths, Sha256, TreeHash};
 use super::poseidon::poseidon_hash;
 use super::{Assignment, Aux};
+use cuzk_core::ScalarSink;
 use cuzk_core::Scalar;
 use ff::{Field, PrimeField};
 use filecoin_hashers::PoseidonArity;
@@ -80,7 +81,7 @@ pub struct Shared {
 
 /// The prologue, up to and with every challenge's generated bits; what
 /// the challenges share is returned.
-pub fn prologue(w: &mut Assignment, s: &SnapWitness) -> Shared {
+pub fn prologue(w: &mut Assignment<impl ScalarSink>, s: &SnapWitness) -> Shared {
     let gen = &*POSEIDON_CONSTANTS_GEN_RANDOMNESS;
     w.element(s.k_and_h_select);
     w.input(s.k_and_h_select);
@@ -149,7 +150,7 @@ pub fn prologue(w: &mut Assignment, s: &SnapWitness) -> Shared {
 /// Challenge `index`'s variables, for a replica tree of arities `U`, `V`,
 /// `W`.
 pub fn challenge<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
-    w: &mut Assignment,
+    w: &mut Assignment<impl ScalarSink>,
     s: &SnapWitness,
     shared: &Shared,
     index: usize,
