@@ -211,6 +211,15 @@ fn frame_header(len: usize, kind: u8, flags: u8, stream: u32, out: &mut Vec<u8>)
     out.extend_from_slice(&stream.to_be_bytes());
 }
 
+/// Moves up to `left` bytes from the front of `input` to `out`, unchanged;
+/// the bytes still to pass after them.
+fn pass_through(left: usize, input: &mut &[u8], out: &mut Vec<u8>) -> usize {
+    let n = left.min(input.len());
+    out.extend_from_slice(&input[..n]);
+    *input = &input[n..];
+    left - n
+}
+
 impl AuthorityFix {
     /// Consumes `input`, appending what h2 should read to `out`. An error
     /// means the client broke the protocol; the connection should be closed.
@@ -218,13 +227,11 @@ impl AuthorityFix {
         while !input.is_empty() {
             match self.state {
                 State::Preface(left) => {
-                    let n = left.min(input.len());
-                    out.extend_from_slice(&input[..n]);
-                    input = &input[n..];
-                    self.state = if n == left {
+                    let left = pass_through(left, &mut input, out);
+                    self.state = if left == 0 {
                         State::FrameHeader
                     } else {
-                        State::Preface(left - n)
+                        State::Preface(left)
                     };
                 }
                 State::FrameHeader => {
@@ -238,13 +245,11 @@ impl AuthorityFix {
                     }
                 }
                 State::Pass(left) => {
-                    let n = left.min(input.len());
-                    out.extend_from_slice(&input[..n]);
-                    input = &input[n..];
-                    self.state = if n == left {
+                    let left = pass_through(left, &mut input, out);
+                    self.state = if left == 0 {
                         State::FrameHeader
                     } else {
-                        State::Pass(left - n)
+                        State::Pass(left)
                     };
                 }
                 State::Payload { len, .. } => {

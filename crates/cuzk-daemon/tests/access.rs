@@ -483,28 +483,12 @@ async fn the_token_guards_every_call_but_health_and_metrics() {
     );
 
     // Health checks need no token.
-    let mut health = tonic_health::pb::health_client::HealthClient::new(common::connect(&grpc).await);
-    let serving = health
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: "cuzk.v1.ProvingEngine".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(
-        serving.status,
-        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
-    );
+    common::assert_serving(common::connect(&grpc).await).await;
 
     // With the token, a proof goes through.
     let spec = common::spec(1 << 9, 1, 1);
     let job = client
-        .submit_proof(pb::SubmitProofRequest {
-            proof_kind: pb::ProofKind::PorepSealCommit as i32,
-            registered_proof: cuzk_synthetic::SYNTHETIC_REGISTERED_PROOF,
-            vanilla_proof: spec.to_vanilla_proof(),
-            ..Default::default()
-        })
+        .submit_proof(common::synthetic_request(&spec))
         .await
         .unwrap()
         .into_inner()
@@ -709,15 +693,19 @@ fn bad_tls_files_stop_the_daemon_at_start_with_a_clear_error() {
         "[daemon.tls]\ncert = \"{0}/not-a-cert.pem\"\nkey = \"{0}/missing.key\"",
         dir.path().display()
     );
-    let mut daemon = Proc::start(
-        dir.path(),
-        &format!("127.0.0.1:{}", free_port()),
-        &config,
-        "022",
-        &[],
-    );
-    assert!(!daemon.exit_status().success());
-    let log = daemon.log();
+    // The daemon with these files stops at start; its log.
+    let start_failing = || {
+        let mut daemon = Proc::start(
+            dir.path(),
+            &format!("127.0.0.1:{}", free_port()),
+            &config,
+            "022",
+            &[],
+        );
+        assert!(!daemon.exit_status().success());
+        daemon.log()
+    };
+    let log = start_failing();
     assert!(
         log.contains("[daemon.tls] key") && log.contains("missing.key"),
         "{log}"
@@ -725,15 +713,7 @@ fn bad_tls_files_stop_the_daemon_at_start_with_a_clear_error() {
 
     // Files that are there but hold no certificate or key.
     std::fs::write(dir.path().join("missing.key"), "not a key").unwrap();
-    let mut daemon = Proc::start(
-        dir.path(),
-        &format!("127.0.0.1:{}", free_port()),
-        &config,
-        "022",
-        &[],
-    );
-    assert!(!daemon.exit_status().success());
-    let log = daemon.log();
+    let log = start_failing();
     // The file at fault is named (issue 34, item 7).
     assert!(
         log.contains(&format!(

@@ -5,37 +5,20 @@
 //! own counts of proofs completed.
 
 use cuzk_cluster::JobState;
-use cuzk_core::ProofPlan;
 use cuzk_proto::v1 as pb;
-use cuzk_synthetic::{SyntheticPlan, SyntheticSpec};
+use cuzk_synthetic::SyntheticSpec;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 mod common;
 use common::pool::{completed_here, Pool};
-use common::{await_job, check_proof, spec, Daemon};
+use common::{await_job, check_proof, preload, spec};
 
 fn request(spec: &SyntheticSpec, request_id: &str) -> pb::SubmitProofRequest {
     pb::SubmitProofRequest {
         request_id: request_id.into(),
-        proof_kind: pb::ProofKind::PorepSealCommit as i32,
-        registered_proof: cuzk_synthetic::SYNTHETIC_REGISTERED_PROOF,
-        vanilla_proof: spec.to_vanilla_proof(),
-        ..Default::default()
+        ..common::synthetic_request(spec)
     }
-}
-
-/// The pool's first daemon generates the circuit's parameters (shared by
-/// directory) before the others start, so all prove with the same ones.
-async fn three_daemons(pool: &Pool, circuit: &SyntheticSpec) -> Vec<Daemon> {
-    let first = pool.daemon("a");
-    let id = SyntheticPlan::new(circuit.clone()).unwrap().circuit_id();
-    first
-        .client()
-        .preload_srs(pb::PreloadSrsRequest { circuit_id: id })
-        .await
-        .unwrap();
-    vec![first, pool.daemon("b"), pool.daemon("c")]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -43,7 +26,7 @@ async fn fifty_jobs_round_robin_complete_once_and_any_daemon_returns_them() {
     let Some(pool) = Pool::new("fifty", 3_000).await else {
         return;
     };
-    let daemons = three_daemons(&pool, &spec(1 << 9, 1, 0)).await;
+    let daemons = pool.three_daemons(&spec(1 << 9, 1, 0)).await;
     let mut tasks = Vec::new();
     for i in 0..50u64 {
         // Submitted to one daemon, awaited on the next.
@@ -84,7 +67,7 @@ async fn a_resubmission_to_another_daemon_returns_the_first_job() {
         return;
     };
     let s = spec(1 << 9, 1, 7);
-    let daemons = three_daemons(&pool, &s).await;
+    let daemons = pool.three_daemons(&s).await;
     let submit = |d: usize| {
         let mut client = daemons[d].client();
         let request = request(&s, "sector-7-commit");
@@ -129,12 +112,7 @@ async fn kill_9_of_the_daemon_holding_jobs_loses_none_and_others_prove_them() {
     // Proofs long enough to be in flight when the daemon dies.
     let big = |seed| spec(1 << 14, 4, seed);
     let mut victim = pool.daemon("victim");
-    let id = SyntheticPlan::new(big(0)).unwrap().circuit_id();
-    victim
-        .client()
-        .preload_srs(pb::PreloadSrsRequest { circuit_id: id })
-        .await
-        .unwrap();
+    preload(&mut victim.client(), &big(0)).await;
     let mut jobs = Vec::new();
     for i in 0..6u64 {
         let job = victim

@@ -18,10 +18,7 @@ use common::{await_job, check_proof, spec, Daemon};
 fn request(spec: &SyntheticSpec, request_id: &str) -> pb::SubmitProofRequest {
     pb::SubmitProofRequest {
         request_id: request_id.into(),
-        proof_kind: pb::ProofKind::PorepSealCommit as i32,
-        registered_proof: cuzk_synthetic::SYNTHETIC_REGISTERED_PROOF,
-        vanilla_proof: spec.to_vanilla_proof(),
-        ..Default::default()
+        ..common::synthetic_request(spec)
     }
 }
 

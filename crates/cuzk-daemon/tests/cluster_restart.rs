@@ -6,9 +6,8 @@
 //! and passes, except under CI.
 
 use cuzk_cluster::JobState;
-use cuzk_core::ProofPlan;
 use cuzk_proto::v1 as pb;
-use cuzk_synthetic::{SyntheticPlan, SyntheticSpec};
+use cuzk_synthetic::SyntheticSpec;
 use std::time::{Duration, Instant};
 
 mod common;
@@ -63,22 +62,12 @@ async fn daemons_ride_out_a_database_restart_and_lose_nothing() {
     let Some(pool) = Pool::new("restart", 5_000).await else {
         return;
     };
-    let first = pool.daemon("a");
-    let id = SyntheticPlan::new(spec(0)).unwrap().circuit_id();
-    first
-        .client()
-        .preload_srs(pb::PreloadSrsRequest { circuit_id: id })
-        .await
-        .unwrap();
-    let daemons = [first, pool.daemon("b"), pool.daemon("c")];
+    let daemons = pool.three_daemons(&spec(0)).await;
     let mut jobs = Vec::new();
     for i in 0..12u64 {
         let request = pb::SubmitProofRequest {
             request_id: format!("restart-{i}"),
-            proof_kind: pb::ProofKind::PorepSealCommit as i32,
-            registered_proof: cuzk_synthetic::SYNTHETIC_REGISTERED_PROOF,
-            vanilla_proof: spec(300 + i).to_vanilla_proof(),
-            ..Default::default()
+            ..common::synthetic_request(&spec(300 + i))
         };
         let job = daemons[i as usize % 3]
             .client()

@@ -12,7 +12,9 @@ use std::time::Duration;
 use tonic::Code;
 
 mod common;
-use common::{await_job, check_proof, connect, free_port, http_get, spec, Client, Daemon, Listen};
+use common::{
+    await_job, check_proof, connect, free_port, http_get, preload, spec, status, Client, Daemon, Listen,
+};
 use pb::await_proof_response::Status;
 
 fn submit_request(
@@ -66,12 +68,7 @@ async fn fifty_concurrent_mixed_priority_jobs_complete_and_verify() {
         let (s, response) = task.await.unwrap();
         check_proof(&daemon.params_dir(), &s, &response);
     }
-    let status = daemon
-        .client()
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = status(&mut daemon.client()).await;
     assert_eq!(status.total_proofs_completed, 50);
     assert_eq!(status.total_proofs_failed, 0);
 }
@@ -84,11 +81,7 @@ async fn critical_job_completes_before_twenty_queued_normal_jobs() {
     );
     let mut client = daemon.client();
     let size = 1 << 12;
-    let id = SyntheticPlan::new(spec(size, 1, 0)).unwrap().circuit_id();
-    client
-        .preload_srs(pb::PreloadSrsRequest { circuit_id: id })
-        .await
-        .unwrap();
+    preload(&mut client, &spec(size, 1, 0)).await;
 
     let mut normal = Vec::new();
     for i in 0..20 {
@@ -156,11 +149,7 @@ async fn cancel_await_timeout_and_idempotent_resubmission() {
 
     // Wait until the long job is running, then cancel it.
     loop {
-        let status = client
-            .get_status(pb::GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let status = status(&mut client).await;
         if status.queues.iter().any(|q| q.in_progress > 0) {
             break;
         }
@@ -187,11 +176,7 @@ async fn cancel_await_timeout_and_idempotent_resubmission() {
     let second = client.submit_proof(keyed).await.unwrap().into_inner().job_id;
     assert_eq!(first, second, "same request_id, same job");
     check_proof(&daemon.params_dir(), &s, &await_job(&mut client, &first, 0).await);
-    let status = client
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = status(&mut client).await;
     assert_eq!(
         status.total_proofs_completed, 1,
         "the resubmission did not prove twice"
@@ -348,18 +333,7 @@ async fn bad_requests_get_the_right_status_and_the_daemon_keeps_serving() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn unix_socket_health_status_metrics_srs_and_timeline() {
     let daemon = Daemon::start(Listen::Unix, "");
-    let mut health = tonic_health::pb::health_client::HealthClient::new(daemon.channel.clone());
-    let serving = health
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: "cuzk.v1.ProvingEngine".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(
-        serving.status,
-        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
-    );
+    common::assert_serving(daemon.channel.clone()).await;
 
     let mut client = daemon.client();
     let s = spec(1 << 10, 3, 7);
@@ -386,11 +360,7 @@ async fn unix_socket_health_status_metrics_srs_and_timeline() {
     check_proof(&daemon.params_dir(), &s, &response);
     assert!(response.total_ms >= response.gpu_compute_ms / 3);
 
-    let status = client
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = status(&mut client).await;
     assert_eq!(status.gpus.len(), 1);
     assert!(status.gpus[0].name.contains("CPU"));
     let srs = status.loaded_srs.iter().find(|s| s.circuit_id == id).unwrap();

@@ -154,17 +154,7 @@ async fn every_metric_the_dashboard_queries_is_in_the_daemons_metrics() {
     let daemon = Daemon::start(Listen::Tcp, &format!("[daemon]\nstatus_listen = \"{http}\"\n"));
     let mut client = daemon.client();
     let spec = spec(1 << 9, 1, 1);
-    let job = client
-        .submit_proof(pb::SubmitProofRequest {
-            proof_kind: pb::ProofKind::PorepSealCommit as i32,
-            registered_proof: cuzk_synthetic::SYNTHETIC_REGISTERED_PROOF,
-            vanilla_proof: spec.to_vanilla_proof(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
+    let job = common::submit_job(&mut client, common::synthetic_request(&spec)).await;
     let done = await_job(&mut client, &job, 0).await;
     assert_eq!(done.status, pb::await_proof_response::Status::Completed as i32);
 

@@ -348,11 +348,7 @@ async fn malformed_filecoin_requests_are_invalid_arguments() {
     refused(&mut client, swapped, "vanilla partition proofs do not verify").await;
 
     // Nothing disturbed: the daemon still answers and has no job.
-    let status = client
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = common::status(&mut client).await;
     assert_eq!(status.total_proofs_failed, 0);
     assert_eq!(status.total_proofs_completed, 0);
     // A client's bad input is its error, not the daemon's: nothing at

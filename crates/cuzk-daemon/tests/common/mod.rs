@@ -244,3 +244,56 @@ pub async fn http_get(addr: &str, path: &str, authorization: Option<&str>) -> St
     stream.read_to_string(&mut response).await.unwrap();
     response
 }
+
+/// The request for a synthetic proof of `spec` (a PoRep commit, normal
+/// priority, no request id).
+pub fn synthetic_request(spec: &cuzk_synthetic::SyntheticSpec) -> pb::SubmitProofRequest {
+    pb::SubmitProofRequest {
+        proof_kind: pb::ProofKind::PorepSealCommit as i32,
+        registered_proof: cuzk_synthetic::SYNTHETIC_REGISTERED_PROOF,
+        vanilla_proof: spec.to_vanilla_proof(),
+        ..Default::default()
+    }
+}
+
+/// Submits `request`; its job id.
+pub async fn submit_job(client: &mut Client, request: pb::SubmitProofRequest) -> String {
+    client.submit_proof(request).await.unwrap().into_inner().job_id
+}
+
+/// The daemon's GetStatus answer.
+pub async fn status(client: &mut Client) -> pb::GetStatusResponse {
+    client
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// Loads the parameters of `spec`'s circuit (generating them on first
+/// use), as a PreloadSRS call does.
+pub async fn preload(client: &mut Client, spec: &cuzk_synthetic::SyntheticSpec) {
+    let circuit_id =
+        cuzk_core::ProofPlan::circuit_id(&cuzk_synthetic::SyntheticPlan::new(spec.clone()).unwrap());
+    client
+        .preload_srs(pb::PreloadSrsRequest { circuit_id })
+        .await
+        .unwrap();
+}
+
+/// The health service at `channel` says the engine is serving (a check
+/// that needs no token).
+pub async fn assert_serving(channel: Channel) {
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let serving = health
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "cuzk.v1.ProvingEngine".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        serving.status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
+}

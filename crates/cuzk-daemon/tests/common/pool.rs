@@ -6,7 +6,6 @@
 
 use super::{Daemon, Listen};
 use cuzk_cluster::{JobQueue, JobRecord};
-use cuzk_proto::v1 as pb;
 use std::path::{Path, PathBuf};
 
 pub fn database_url() -> Option<String> {
@@ -76,6 +75,15 @@ impl Pool {
         Daemon::start_with_params(tempfile::tempdir().unwrap(), &self.params, Listen::Tcp, &config)
     }
 
+    /// Three daemons, "a", "b" and "c"; the first generates the
+    /// parameters of `circuit` (shared by directory) before the others
+    /// start, so all prove with the same ones.
+    pub async fn three_daemons(&self, circuit: &cuzk_synthetic::SyntheticSpec) -> [Daemon; 3] {
+        let first = self.daemon("a");
+        super::preload(&mut first.client(), circuit).await;
+        [first, self.daemon("b"), self.daemon("c")]
+    }
+
     pub fn params_dir(&self) -> &Path {
         &self.params
     }
@@ -104,11 +112,5 @@ async fn drop_schema(url: &str, schema: &str) {
 
 /// Proofs this daemon's own engine completed (its share of the pool's work).
 pub async fn completed_here(daemon: &Daemon) -> u64 {
-    daemon
-        .client()
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .total_proofs_completed
+    super::status(&mut daemon.client()).await.total_proofs_completed
 }
