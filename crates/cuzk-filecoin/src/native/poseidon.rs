@@ -16,6 +16,7 @@ use cuzk_sys::poseidon_lanes::{PoseidonLanes, PoseidonSpec};
 use ff::Field;
 use neptune::poseidon::PoseidonConstants;
 use neptune::Arity;
+use std::cell::RefCell;
 use std::sync::OnceLock;
 
 /// The hash of `preimage` (as many elements as the arity), writing the
@@ -165,7 +166,7 @@ impl PreparedHashes {
         if !preimages.len().is_multiple_of(arity) {
             return None;
         }
-        let mut traces = vec![Scalar::ZERO; preimages.len() / arity * trace_len];
+        let mut traces = trace_buffer(preimages.len() / arity * trace_len);
         lanes.hash(&preimages, &mut traces);
         Some(Self {
             arity,
@@ -190,6 +191,39 @@ impl PreparedHashes {
         let trace = &self.traces[k * self.trace_len..(k + 1) * self.trace_len];
         aux.elements(trace);
         Some(trace[self.trace_len - 1])
+    }
+}
+
+/// The most bytes of trace buffers a thread keeps: a WindowPoSt unit's
+/// ten levels of thirty hashes (about 5 MB) reuse one set from unit to
+/// unit instead of the kernel clearing fresh pages for each.
+const SPARE_TRACE_BYTES: usize = 8 << 20;
+
+thread_local! {
+    static SPARE_TRACES: RefCell<Vec<Vec<Scalar>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A buffer of `len` values (their contents are to be overwritten): a
+/// dropped [`PreparedHashes`]' from this thread when there is one.
+fn trace_buffer(len: usize) -> Vec<Scalar> {
+    match SPARE_TRACES.with_borrow_mut(Vec::pop) {
+        Some(mut spare) => {
+            spare.resize(len, Scalar::ZERO);
+            spare
+        }
+        None => vec![Scalar::ZERO; len],
+    }
+}
+
+impl Drop for PreparedHashes {
+    fn drop(&mut self) {
+        let traces = std::mem::take(&mut self.traces);
+        SPARE_TRACES.with_borrow_mut(|spares| {
+            let held: usize = spares.iter().map(Vec::capacity).sum();
+            if (held + traces.capacity()) * std::mem::size_of::<Scalar>() <= SPARE_TRACE_BYTES {
+                spares.push(traces);
+            }
+        });
     }
 }
 
@@ -287,7 +321,9 @@ mod tests {
         // Eleven preimages: a full batch of eight and a partial one.
         let preimages: Vec<Scalar> = (0..11 * arity).map(|_| Scalar::random(&mut rng)).collect();
         let trace_len = prepared.trace_len();
-        let mut traces = vec![Scalar::ZERO; 11 * trace_len];
+        // Stale values where the trace goes (a reused buffer's): every
+        // one must be overwritten.
+        let mut traces = vec![Scalar::from(0xdead_u64); 11 * trace_len];
         prepared.hash(&preimages, &mut traces);
         for (k, (preimage, trace)) in preimages.chunks(arity).zip(traces.chunks(trace_len)).enumerate() {
             let mut aux: Vec<Scalar> = Vec::new();
