@@ -8,8 +8,8 @@
 use super::poseidon::{poseidon_hash, PreparedHashes};
 use super::sha256::sha256_leaves;
 use super::{Assignment, Aux};
-use cuzk_core::ScalarSink;
 use cuzk_core::Scalar;
+use cuzk_core::ScalarSink;
 use ff::{Field, PrimeField};
 use filecoin_hashers::PoseidonArity;
 
@@ -282,7 +282,12 @@ fn level_hash<A: PoseidonArity>(
 /// `insertion::insert`: `element` placed among `elements` at the position
 /// the bits give, by picks (one allocation each), in the gadget's order for
 /// its sizes 2, 4 and 8 and by `select` otherwise.
-fn insert(w: &mut Assignment<impl ScalarSink>, element: Scalar, bits: &[bool], elements: &[Scalar]) -> Vec<Scalar> {
+fn insert(
+    w: &mut Assignment<impl ScalarSink>,
+    element: Scalar,
+    bits: &[bool],
+    elements: &[Scalar],
+) -> Vec<Scalar> {
     let size = elements.len() + 1;
     assert_eq!(1 << bits.len(), size);
     let a = element;

@@ -105,7 +105,10 @@ pub fn lay_out<T: Sync>(
         };
         write(&mut unit, item);
         let aux = unit.aux.into_packed().expect("a piece of its own");
-        Assignment { inputs: unit.inputs, aux }
+        Assignment {
+            inputs: unit.inputs,
+            aux,
+        }
     };
     let unit = on_its_own(first);
     let length = unit.aux.len();

@@ -10,8 +10,8 @@ use super::merkle::{inclusion, Leaf, Level, Poseidon, PreparedPaths, Sha256};
 use super::poseidon::{poseidon_hash, PreparedHashes};
 use super::sha256::sha256;
 use super::{Assignment, Aux};
-use cuzk_core::ScalarSink;
 use cuzk_core::Scalar;
+use cuzk_core::ScalarSink;
 use filecoin_hashers::PoseidonArity;
 use typenum::{U0, U11, U2};
 

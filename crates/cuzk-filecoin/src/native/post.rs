@@ -6,8 +6,8 @@
 use super::merkle::{inclusion, Leaf, Level, PreparedPaths};
 use super::poseidon::poseidon_hash;
 use super::{Assignment, Aux};
-use cuzk_core::ScalarSink;
 use cuzk_core::Scalar;
+use cuzk_core::ScalarSink;
 use filecoin_hashers::PoseidonArity;
 use typenum::U2;
 
