@@ -140,9 +140,10 @@ impl ScalarSink for Piece<'_> {
             Place::Own => self.bits.push_all(values),
             // All wide (a Poseidon trace, as a rule): copied at once, their
             // bits set a word at a time.
-            Place::In { values: place, written }
-                if !values.iter().any(is_bit) && *written + values.len() <= place.len() =>
-            {
+            Place::In {
+                values: place,
+                written,
+            } if !values.iter().any(is_bit) && *written + values.len() <= place.len() => {
                 place[*written..*written + values.len()].copy_from_slice(values);
                 *written += values.len();
                 self.bits.push_wide_run_elsewhere(values.len());
@@ -904,7 +905,8 @@ mod tests {
                     bits.chain(wide).chain([Scalar::ONE, Scalar::ZERO]).collect()
                 };
                 let head = PackedScalars::from_scalars(&values(lead + 3, 5));
-                let pieces: Vec<PackedScalars> = (0..9).map(|i| PackedScalars::from_scalars(&piece(i))).collect();
+                let pieces: Vec<PackedScalars> =
+                    (0..9).map(|i| PackedScalars::from_scalars(&piece(i))).collect();
                 let expected = PackedScalars::concat(std::iter::once(&head).chain(&pieces));
                 let shape = (lead + run + 2, run);
                 let (joined, _) = PackedScalars::from_pieces(&head, 9, shape, None, |i, out| {
@@ -915,7 +917,11 @@ mod tests {
                 })
                 .expect("equal pieces");
                 assert_eq!(joined, expected, "lead {lead}, run {run}");
-                assert_eq!(joined.to_scalars(), expected.to_scalars(), "lead {lead}, run {run}");
+                assert_eq!(
+                    joined.to_scalars(),
+                    expected.to_scalars(),
+                    "lead {lead}, run {run}"
+                );
             }
         }
     }
