@@ -343,14 +343,29 @@ impl Compound<'_> {
     }
 }
 
+/// `impl ser::$trait for Compound` (every compound ends alike): with the
+/// trait's element method `$method`, its keyed field method (`keyed`), or
+/// the methods given in braces.
 macro_rules! compound {
     ($trait:ident, $method:ident) => {
-        impl ser::$trait for Compound<'_> {
-            type Ok = ();
-            type Error = Stop;
+        compound!($trait {
             fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
                 self.element(value)
             }
+        });
+    };
+    ($trait:ident, keyed $method:ident) => {
+        compound!($trait {
+            fn $method<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Stop> {
+                self.field(key, value)
+            }
+        });
+    };
+    ($trait:ident { $($methods:tt)* }) => {
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Stop;
+            $($methods)*
             fn end(self) -> Result<(), Stop> {
                 Compound::end(self)
             }
@@ -361,42 +376,16 @@ compound!(SerializeSeq, serialize_element);
 compound!(SerializeTuple, serialize_element);
 compound!(SerializeTupleStruct, serialize_field);
 compound!(SerializeTupleVariant, serialize_field);
-
-impl ser::SerializeMap for Compound<'_> {
-    type Ok = ();
-    type Error = Stop;
+compound!(SerializeStruct, keyed serialize_field);
+compound!(SerializeStructVariant, keyed serialize_field);
+compound!(SerializeMap {
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Stop> {
         key.serialize(&mut *self.walker)
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
         self.element(value)
     }
-    fn end(self) -> Result<(), Stop> {
-        Compound::end(self)
-    }
-}
-
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Stop> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Compound::end(self)
-    }
-}
-
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Stop> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Compound::end(self)
-    }
-}
+});
 
 impl Walker {
     fn compound(&mut self, path_element: bool) -> Compound<'_> {
@@ -406,6 +395,31 @@ impl Walker {
             path_element,
         }
     }
+}
+
+/// Serializer methods that take a value of the type given and check
+/// nothing.
+macro_rules! serialize_nothing {
+    ($($method:ident($ty:ty)),* $(,)?) => {
+        $(
+            fn $method(self, _: $ty) -> Result<(), Stop> {
+                Ok(())
+            }
+        )*
+    };
+}
+
+/// Serializer methods of unsigned integers, which the walker reads (one
+/// may be a path element's index).
+macro_rules! serialize_integers {
+    ($($method:ident($ty:ty)),* $(,)?) => {
+        $(
+            fn $method(self, v: $ty) -> Result<(), Stop> {
+                self.integer(u64::from(v));
+                Ok(())
+            }
+        )*
+    };
 }
 
 impl<'a> ser::Serializer for &'a mut Walker {
@@ -419,50 +433,25 @@ impl<'a> ser::Serializer for &'a mut Walker {
     type SerializeStruct = Compound<'a>;
     type SerializeStructVariant = Compound<'a>;
 
-    fn serialize_bool(self, _: bool) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i8(self, _: i8) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i16(self, _: i16) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i32(self, _: i32) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i64(self, _: i64) -> Result<(), Stop> {
-        Ok(())
-    }
+    // Values with nothing in them to check.
+    serialize_nothing!(
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_char(char),
+        serialize_str(&str),
+        serialize_unit_struct(&'static str),
+    );
+    serialize_integers!(serialize_u16(u16), serialize_u32(u32), serialize_u64(u64));
     fn serialize_u8(self, v: u8) -> Result<(), Stop> {
         match self.domain.as_mut() {
             Some(bytes) => bytes.push(v),
             None => self.integer(u64::from(v)),
         }
-        Ok(())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), Stop> {
-        self.integer(u64::from(v));
-        Ok(())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), Stop> {
-        self.integer(u64::from(v));
-        Ok(())
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), Stop> {
-        self.integer(v);
-        Ok(())
-    }
-    fn serialize_f32(self, _: f32) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_f64(self, _: f64) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_char(self, _: char) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_str(self, _: &str) -> Result<(), Stop> {
         Ok(())
     }
     fn serialize_bytes(self, v: &[u8]) -> Result<(), Stop> {
@@ -478,9 +467,6 @@ impl<'a> ser::Serializer for &'a mut Walker {
         value.serialize(self)
     }
     fn serialize_unit(self) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Stop> {
         Ok(())
     }
     fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> Result<(), Stop> {

@@ -7,7 +7,7 @@
 
 use cuzk_core::{
     finish, proof_to_bytes, prove_start, PlanSource, ProofKind, ProofRequest, ProvingParameters, Randomness,
-    Scalar, SectorFields,
+    Scalar,
 };
 use cuzk_filecoin::fixtures;
 use cuzk_filecoin::FilecoinPlans;
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 mod common;
-use common::{fixture, param_dir};
+use common::{fixture, fixture_request, param_dir, porep_request};
 
 /// The parameters of (`kind`, `number`), generated once (serialised), and
 /// read as the engine reads them: through `FilecoinPlans`' recipe for
@@ -42,10 +42,7 @@ fn params(kind: ProofKind, number: u64, circuit_id: &str) -> (Arc<ProvingParamet
 
 /// The PoSt request of a fixture file, which must be of `kind`.
 fn post_request(kind: ProofKind, file: &str) -> ProofRequest {
-    let request = fixtures::load_request_file(fixture().0.path().join(file))
-        .unwrap()
-        .proof_request()
-        .unwrap();
+    let request = fixture_request(file);
     assert_eq!(request.kind, kind);
     assert!(request.vanilla_proof.is_empty() && !request.vanilla_proofs.is_empty());
     assert_eq!(request.sector.randomness.len(), 32);
@@ -132,19 +129,7 @@ fn window_post_matches_bellperson_and_verifies() {
 fn porep_2kib_constraint_count_is_pinned() {
     // Synthesis only: no parameters needed.
     let manifest = &fixture().1;
-    let request = ProofRequest {
-        request_id: String::new(),
-        kind: ProofKind::PorepSealCommit,
-        registered_proof: manifest.registered_seal_proof,
-        priority: None,
-        vanilla_proof: std::fs::read(fixture().0.path().join(fixtures::C1_FILE)).unwrap(),
-        vanilla_proofs: Vec::new(),
-        sector: SectorFields {
-            miner_id: manifest.miner_id,
-            sector_number: manifest.sector_number,
-            ..SectorFields::default()
-        },
-    };
+    let request = porep_request();
     // The helper clients use builds the same request from the C1 alone.
     let built = cuzk_filecoin::request::porep_request(
         request.vanilla_proof.clone(),

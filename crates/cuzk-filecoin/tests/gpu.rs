@@ -11,7 +11,7 @@
 use cuzk_core::backend::{prove_with, CudaBackend, Residency, Tuning};
 use cuzk_core::{
     CpuBackend, PartitionData, PlanSource, ProofKind, ProofRequest, ProverInput, ProvingParameters,
-    Randomness, Scalar, SectorFields,
+    Randomness, Scalar,
 };
 use cuzk_filecoin::fixtures;
 use cuzk_filecoin::FilecoinPlans;
@@ -19,7 +19,7 @@ use cuzk_sys::gpu::GpuR1cs;
 use std::sync::{Arc, Mutex};
 
 mod common;
-use common::{fixture, param_dir};
+use common::{param_dir, porep_request};
 
 /// The parameters of (`kind`, `number`), generated once, read through the
 /// Filecoin source's recipe for `circuit_id` (as the engine reads them).
@@ -45,29 +45,9 @@ fn gpu() -> Option<CudaBackend> {
 }
 
 fn request_file(kind: ProofKind, file: &str) -> ProofRequest {
-    let request = fixtures::load_request_file(fixture().0.path().join(file))
-        .unwrap()
-        .proof_request()
-        .unwrap();
+    let request = common::fixture_request(file);
     assert_eq!(request.kind, kind);
     request
-}
-
-fn porep_request() -> ProofRequest {
-    let manifest = &fixture().1;
-    ProofRequest {
-        request_id: String::new(),
-        kind: ProofKind::PorepSealCommit,
-        registered_proof: manifest.registered_seal_proof,
-        priority: None,
-        vanilla_proof: std::fs::read(fixture().0.path().join(fixtures::C1_FILE)).unwrap(),
-        vanilla_proofs: Vec::new(),
-        sector: SectorFields {
-            miner_id: manifest.miner_id,
-            sector_number: manifest.sector_number,
-            ..SectorFields::default()
-        },
-    }
 }
 
 /// Every partition of `request` through the witness path, checked as the

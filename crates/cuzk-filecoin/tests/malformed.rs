@@ -38,10 +38,7 @@ mod common;
 use common::fixture;
 
 fn request_file(name: &str) -> ProofRequest {
-    fixtures::load_request_file(fixture().0.path().join(name))
-        .unwrap()
-        .proof_request()
-        .unwrap()
+    common::fixture_request(name)
 }
 
 fn c1_json() -> Value {

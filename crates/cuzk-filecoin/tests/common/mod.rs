@@ -23,3 +23,29 @@ pub fn fixture() -> &'static (tempfile::TempDir, FixtureManifest) {
         (dir, manifest)
     })
 }
+
+/// The request of the fixture file `name` (a PoSt or SnapDeals request).
+pub fn fixture_request(name: &str) -> cuzk_core::ProofRequest {
+    fixtures::load_request_file(fixture().0.path().join(name))
+        .unwrap()
+        .proof_request()
+        .unwrap()
+}
+
+/// The fixture's PoRep request: its C1 output, miner and sector number.
+pub fn porep_request() -> cuzk_core::ProofRequest {
+    let manifest = &fixture().1;
+    cuzk_core::ProofRequest {
+        request_id: String::new(),
+        kind: cuzk_core::ProofKind::PorepSealCommit,
+        registered_proof: manifest.registered_seal_proof,
+        priority: None,
+        vanilla_proof: std::fs::read(fixture().0.path().join(fixtures::C1_FILE)).unwrap(),
+        vanilla_proofs: Vec::new(),
+        sector: cuzk_core::SectorFields {
+            miner_id: manifest.miner_id,
+            sector_number: manifest.sector_number,
+            ..Default::default()
+        },
+    }
+}
