@@ -27,6 +27,16 @@ fn gpu(residency: Residency, tuning: Tuning) -> Option<CudaBackend> {
     found
 }
 
+/// Small MSM windows and no streaming: the "other" scalars of every
+/// section (B_G2 too) go through several Pippenger MSMs.
+fn small_msm_windows() -> Tuning {
+    Tuning {
+        stream_chunk: 0,
+        msm_window: 1 << 13,
+        ..Default::default()
+    }
+}
+
 /// The randomness `r`, `s` fixed, so that two backends' proofs of one
 /// partition are equal byte for byte.
 fn fixed_rs(r: u64, s: u64) -> Randomness {
@@ -237,14 +247,7 @@ fn wide_h_msm_proofs_equal_the_cpu_backend() {
 
 #[test]
 fn windowed_msms_equal_the_cpu_backend() {
-    // Small MSM windows: the "other" scalars of every section (B_G2 too)
-    // go through several Pippenger MSMs.
-    let tuning = Tuning {
-        stream_chunk: 0,
-        msm_window: 1 << 13,
-        ..Default::default()
-    };
-    let Some(gpu) = gpu(Residency::Device, tuning) else {
+    let Some(gpu) = gpu(Residency::Device, small_msm_windows()) else {
         return;
     };
     for n in [(1usize << 18) + 7, 1 << 20] {
@@ -498,12 +501,7 @@ fn shaped_witness_path_proofs_equal_the_cpu_backend() {
 
 #[test]
 fn windowed_witness_path_msms_equal_the_cpu_backend() {
-    let tuning = Tuning {
-        stream_chunk: 0,
-        msm_window: 1 << 13,
-        ..Default::default()
-    };
-    let Some(gpu) = gpu(Residency::Device, tuning) else {
+    let Some(gpu) = gpu(Residency::Device, small_msm_windows()) else {
         return;
     };
     let n = (1usize << 20) + 9;

@@ -1354,6 +1354,21 @@ mod tests {
         alike_but: Option<Option<usize>>,
     }
 
+    impl Units {
+        /// `units` units of three steps over input `x`: the whole circuit,
+        /// no extra prologue constraint, no tail.
+        fn plain(x: u64, units: usize) -> Self {
+            Self {
+                x,
+                units,
+                only: None,
+                extra_prologue: false,
+                tail: false,
+                alike_but: None,
+            }
+        }
+    }
+
     impl Circuit<Scalar> for Units {
         fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
             let x = Scalar::from(self.x);
@@ -1394,14 +1409,7 @@ mod tests {
 
     #[test]
     fn the_witness_by_units_equals_the_sequential_witness() {
-        let whole = Units {
-            x: 7,
-            units: 5,
-            only: None,
-            extra_prologue: false,
-            tail: false,
-            alike_but: None,
-        };
+        let whole = Units::plain(7, 5);
         let r1cs = CompiledR1cs::record(whole.clone()).unwrap();
         let layout = r1cs.units("unit_").expect("five units");
         assert_eq!(layout.len(), 5);
@@ -1440,14 +1448,7 @@ mod tests {
 
     #[test]
     fn recording_by_units_equals_the_sequential_recording() {
-        let whole = Units {
-            x: 7,
-            units: 5,
-            only: None,
-            extra_prologue: false,
-            tail: false,
-            alike_but: None,
-        };
+        let whole = Units::plain(7, 5);
         let sequential = CompiledR1cs::record(whole.clone()).unwrap();
         let unit = |i| Units {
             only: Some(i),
@@ -1493,12 +1494,8 @@ mod tests {
     fn recording_alike_units_equals_the_sequential_recording() {
         for odd in [None, Some(17)] {
             let whole = Units {
-                x: 5,
-                units: 40,
-                only: None,
-                extra_prologue: false,
-                tail: false,
                 alike_but: Some(odd),
+                ..Units::plain(5, 40)
             };
             let sequential = CompiledR1cs::record(whole.clone()).unwrap();
             let built = std::sync::atomic::AtomicUsize::new(0);
