@@ -87,27 +87,39 @@ async fn client_with(address: &str, options: &ClientOptions) -> ProvingEngineCli
     }
 }
 
+/// A client's options that send the daemon's token.
+fn with_token() -> ClientOptions {
+    ClientOptions {
+        token: Some(TOKEN.into()),
+        ..ClientOptions::default()
+    }
+}
+
 fn socket_mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// The mode of the socket of a daemon started with `config` under
+/// `umask`, once it serves.
+async fn mode_of_a_started_socket(config: &str, umask: &str) -> u32 {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("cuzk.sock");
+    let listen = format!("unix://{}", socket.display());
+    let _daemon = Proc::start(dir.path(), &listen, config, umask, &[]);
+    let _ = common::connect(&listen).await;
+    socket_mode(&socket)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unix_socket_gets_its_mode_whatever_the_umask() {
     // Default 0600 under a umask that would leave it open to everyone.
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("cuzk.sock");
-    let listen = format!("unix://{}", socket.display());
-    let _daemon = Proc::start(dir.path(), &listen, "", "000", &[]);
-    let _ = common::connect(&listen).await;
-    assert_eq!(socket_mode(&socket), 0o600);
+    assert_eq!(mode_of_a_started_socket("", "000").await, 0o600);
 
     // 0660 on request, under a umask that would take the group's bits away.
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("cuzk.sock");
-    let listen = format!("unix://{}", socket.display());
-    let _daemon = Proc::start(dir.path(), &listen, "socket_mode = \"0660\"", "077", &[]);
-    let _ = common::connect(&listen).await;
-    assert_eq!(socket_mode(&socket), 0o660);
+    assert_eq!(
+        mode_of_a_started_socket("socket_mode = \"0660\"", "077").await,
+        0o660
+    );
 
     // A mode the daemon's own user could not connect through is refused.
     let dir = tempfile::tempdir().unwrap();
@@ -387,14 +399,7 @@ async fn a_malformed_header_block_on_the_unix_socket_closes_that_connection_only
 
     // Still serving on the socket, and still asking for the token.
     let socket_address = format!("unix://{}", socket.display());
-    let mut client = client_with(
-        &socket_address,
-        &ClientOptions {
-            token: Some(TOKEN.into()),
-            ..ClientOptions::default()
-        },
-    )
-    .await;
+    let mut client = client_with(&socket_address, &with_token()).await;
     assert!(client.get_status(pb::GetStatusRequest {}).await.is_ok());
     let mut tokenless = client_with(&socket_address, &ClientOptions::default()).await;
     assert_eq!(
@@ -432,10 +437,7 @@ async fn the_token_guards_every_call_but_health_and_metrics() {
     );
     let daemon = Proc::start(dir.path(), &grpc, &config, "022", &[]);
     let address = format!("http://{grpc}");
-    let good = ClientOptions {
-        token: Some(TOKEN.into()),
-        ..ClientOptions::default()
-    };
+    let good = with_token();
     let mut client = client_with(&address, &good).await;
     // Up: wait for the first answer.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -533,14 +535,7 @@ async fn the_token_can_come_from_the_environment_and_guards_the_socket_too() {
     let mut anonymous = ProvingEngineClient::new(common::connect(&listen).await);
     let status = anonymous.get_status(pb::GetStatusRequest {}).await.unwrap_err();
     assert_eq!(status.code(), Code::Unauthenticated);
-    let mut client = client_with(
-        &listen,
-        &ClientOptions {
-            token: Some(TOKEN.into()),
-            ..ClientOptions::default()
-        },
-    )
-    .await;
+    let mut client = client_with(&listen, &with_token()).await;
     client.get_status(pb::GetStatusRequest {}).await.unwrap();
 
     // A file and the environment at once is ambiguous: refused.

@@ -366,12 +366,7 @@ async fn unix_socket_health_status_metrics_srs_and_timeline() {
     let srs = status.loaded_srs.iter().find(|s| s.circuit_id == id).unwrap();
     assert_eq!(srs.tier, pb::srs_status::Tier::Warm as i32);
     assert!(srs.size_bytes > 0);
-    let metrics = client
-        .get_metrics(pb::GetMetricsRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .prometheus_text;
+    let metrics = common::metrics(&mut client).await;
     assert!(
         metrics.contains("cuzk_jobs_finished_total{kind=\"porep\",status=\"completed\"} 1"),
         "{metrics}"

@@ -202,12 +202,7 @@ async fn porep_c2_verifies_with_filecoin_proofs() {
 /// The daemon's metrics count at least `at_least` partitions whose witness
 /// was written natively, and no native witness that fell back.
 async fn assert_native_witnesses(client: &mut Client, at_least: u64) {
-    let metrics = client
-        .get_metrics(pb::GetMetricsRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .prometheus_text;
+    let metrics = common::metrics(client).await;
     let count = |event: &str| -> u64 {
         let series = format!("cuzk_plan_source_events_total{{event=\"{event}\",source=\"filecoin\"}} ");
         metrics

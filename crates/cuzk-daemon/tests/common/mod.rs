@@ -270,6 +270,16 @@ pub async fn status(client: &mut Client) -> pb::GetStatusResponse {
         .into_inner()
 }
 
+/// The daemon's metrics, as GetMetrics returns them (Prometheus text).
+pub async fn metrics(client: &mut Client) -> String {
+    client
+        .get_metrics(pb::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text
+}
+
 /// Loads the parameters of `spec`'s circuit (generating them on first
 /// use), as a PreloadSRS call does.
 pub async fn preload(client: &mut Client, spec: &cuzk_synthetic::SyntheticSpec) {
