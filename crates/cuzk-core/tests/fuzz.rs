@@ -155,11 +155,8 @@ fn mutated_circuit_id(rng: &mut Rng) -> String {
             "0".repeat(1 + rng.below(40)),
             rng.interesting_u64().to_string(),
         ];
-        let mut parts: Vec<String> = seed.split('-').map(str::to_owned).collect();
-        let i = 2 + rng.below(parts.len() - 2);
-        let prefix: String = parts[i].chars().take(1).collect();
-        parts[i] = format!("{prefix}{}", rng.pick(&numbers));
-        return parts.join("-");
+        // After the name and version.
+        return fuzzing::with_a_number_replaced(rng, seed, 2, &numbers);
     }
     let bytes = mutate_bytes(rng, seed.as_bytes(), &[SEEDS[0].as_bytes(), SEEDS[2].as_bytes()]);
     String::from_utf8_lossy(&bytes).into_owned()

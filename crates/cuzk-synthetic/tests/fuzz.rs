@@ -102,11 +102,7 @@ fn mutated_circuit_id(rng: &mut Rng) -> String {
             String::new(),
             rng.interesting_u64().to_string(),
         ];
-        let mut parts: Vec<String> = seed.split('-').map(str::to_owned).collect();
-        let i = rng.below(parts.len());
-        let prefix: String = parts[i].chars().take(1).collect();
-        parts[i] = format!("{prefix}{}", rng.pick(&numbers));
-        return parts.join("-");
+        return fuzzing::with_a_number_replaced(rng, seed, 0, &numbers);
     }
     let others: Vec<&[u8]> = SEEDS.iter().map(|s| s.as_bytes()).collect();
     String::from_utf8_lossy(&mutate_bytes(rng, seed.as_bytes(), &others)).into_owned()

@@ -187,6 +187,17 @@ pub fn run_seed() -> u64 {
     env_u64("CUZK_FUZZ_SEED").unwrap_or(0x00c0_ffee_5eed)
 }
 
+/// A circuit id (`-`-separated parts such as `n65536`) with the number of
+/// one part, from `first_part` on, replaced by one of `numbers` (the
+/// part's first character, the letter that names it, is kept).
+pub fn with_a_number_replaced(rng: &mut Rng, id: &str, first_part: usize, numbers: &[String]) -> String {
+    let mut parts: Vec<String> = id.split('-').map(str::to_owned).collect();
+    let i = first_part + rng.below(parts.len() - first_part);
+    let prefix: String = parts[i].chars().take(1).collect();
+    parts[i] = format!("{prefix}{}", rng.pick(numbers));
+    parts.join("-")
+}
+
 // ------------------------------------------------------------ byte mutation
 
 const INTERESTING_BYTES: [u8; 22] = [
