@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod common;
-use common::{check_proof, forward_source, gpu_status, synthetic, wait_until, SIZE};
+use common::{assert_proved, forward_source, gpu_status, synthetic, wait_until, SIZE};
 
 /// How long a test waits for the devices' preparations, and how often it
 /// looks.
@@ -137,8 +137,7 @@ fn declined_partitions_go_to_the_fallback() {
     let engine = engine(dir.path(), vec![backend.clone()], 1);
     let s = spec(4, 3);
     let result = prove(&engine, &s);
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &s, &result.proof);
+    assert_proved(dir.path(), &s, &result);
     assert_eq!(backend.declined(), 2);
     assert_eq!(
         cpu.proved(),
@@ -177,8 +176,7 @@ fn a_backend_error_mid_job_fails_that_job_and_the_engine_goes_on() {
     // The same backend proves the next job completely.
     let s = spec(2, 6);
     let result = prove(&engine, &s);
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &s, &result.proof);
+    assert_proved(dir.path(), &s, &result);
     // The failure is counted under the stage that failed it; the other
     // reasons' series exist at 0, and nothing is left queued.
     let text = engine.metrics_text();
@@ -205,8 +203,7 @@ fn a_panicking_backend_fails_its_job_without_killing_the_worker() {
     assert!(result.error.contains("panicked"), "{}", result.error);
     let s = spec(1, 8);
     let result = prove(&engine, &s);
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &s, &result.proof);
+    assert_proved(dir.path(), &s, &result);
 }
 
 #[test]
@@ -217,8 +214,7 @@ fn a_slow_backend_beside_a_fast_one_gets_less_work_and_nothing_is_lost() {
     let engine = engine(dir.path(), vec![slow.clone(), fast.clone()], 1);
     let s = spec(8, 9);
     let result = prove(&engine, &s);
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &s, &result.proof);
+    assert_proved(dir.path(), &s, &result);
     assert_eq!(
         slow.proved() + fast.proved(),
         8,
@@ -244,8 +240,7 @@ fn two_backends_share_a_job_and_status_reports_each() {
     assert_eq!(status.devices[0].backend.memory_total_bytes, 1 << 30);
     let s = spec(6, 10);
     let result = prove(&engine, &s);
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &s, &result.proof);
+    assert_proved(dir.path(), &s, &result);
     assert_eq!(first.proved() + second.proved(), 6);
     assert!(first.proved() > 0 && second.proved() > 0, "both devices got work");
 }
@@ -298,8 +293,7 @@ fn witness_only_partitions_go_to_backends_that_take_them() {
         let engine = Engine::start(config, vec![taker.clone()], vec![synthetic(dir.path())]).unwrap();
         let spec = spec(3, 41 + witness_only as u64);
         let result = prove(&engine, &spec);
-        assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-        check_proof(dir.path(), &spec, &result.proof);
+        assert_proved(dir.path(), &spec, &result);
         let (witnesses, evaluated) = (
             taker.witnesses.load(Ordering::SeqCst),
             taker.evaluated.load(Ordering::SeqCst),
@@ -357,8 +351,7 @@ fn a_failing_device_is_quarantined_and_its_partition_goes_to_another() {
     .unwrap();
     let s = spec(6, 21);
     let result = prove(&engine, &s);
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &s, &result.proof);
+    assert_proved(dir.path(), &s, &result);
     let broken_calls = broken.calls.load(Ordering::SeqCst);
     assert!(
         broken_calls >= 1,
@@ -374,8 +367,7 @@ fn a_failing_device_is_quarantined_and_its_partition_goes_to_another() {
     // Quarantined: the next job goes to the good device only.
     let s = spec(4, 22);
     let result = prove(&engine, &s);
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &s, &result.proof);
+    assert_proved(dir.path(), &s, &result);
     assert_eq!(broken.calls.load(Ordering::SeqCst), broken_calls);
     assert_eq!(good.proved(), 10);
 
@@ -618,8 +610,7 @@ fn a_preload_hands_the_parameters_and_r1cs_to_every_device() {
     // The engine serves, and a PreloadSRS hands them out again.
     let s = spec(2, 11);
     let result = prove(&engine, &s);
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &s, &result.proof);
+    assert_proved(dir.path(), &s, &result);
     let (already, _) = engine.preload_srs(&id).unwrap();
     assert!(already);
     wait_until(PREPARE_LIMIT, PREPARE_POLL, "PreloadSRS did not prepare", || {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod common;
-use common::{check_proof, circuit_id, pregenerate, request_for, spec, synthetic, SIZE};
+use common::{assert_proved, circuit_id, pregenerate, request_for, spec, synthetic, SIZE};
 
 fn config(_dir: &std::path::Path) -> EngineConfig {
     EngineConfig {
@@ -71,8 +71,7 @@ fn mixed_priorities_all_complete_and_verify() {
         let result = rt
             .block_on(engine.wait(id, Some(Duration::from_secs(300))))
             .unwrap();
-        assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-        check_proof(dir.path(), s, &result.proof);
+        assert_proved(dir.path(), s, &result);
     }
     assert_eq!(engine.status().completed, 24);
     let text = engine.metrics_text();
@@ -162,8 +161,7 @@ fn cancel_timeout_idempotency_and_bad_requests() {
     assert_eq!(first.job_id, again.job_id);
     assert!(again.duplicate && !first.duplicate);
     let result = rt.block_on(engine.wait(&first.job_id, None)).unwrap();
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &spec(SIZE, 1, 3), &result.proof);
+    assert_proved(dir.path(), &spec(SIZE, 1, 3), &result);
 
     // Bad requests are errors and the engine keeps serving.
     let mut bad = request(spec(SIZE, 1, 1), None);
@@ -227,8 +225,7 @@ fn unusable_parameters_fail_the_job_with_a_clear_error() {
     let rt = runtime();
     let job = engine.submit(request(s.clone(), None)).unwrap();
     let result = rt.block_on(engine.wait(&job.job_id, None)).unwrap();
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &s, &result.proof);
+    assert_proved(dir.path(), &s, &result);
 
     // Not ours to regenerate: a corrupt file under a Filecoin-style id.
     let foreign = "v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-0-0-sha256_hasher-test";
@@ -531,8 +528,7 @@ fn preload_of_hostile_circuit_ids_is_refused_and_leaves_nothing_behind() {
     let s = spec(SIZE, 1, 21);
     let job = engine.submit(request(s.clone(), None)).unwrap();
     let result = runtime().block_on(engine.wait(&job.job_id, None)).unwrap();
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &s, &result.proof);
+    assert_proved(dir.path(), &s, &result);
 }
 
 /// Regression (issue 12.5): the reference's example config preloads

@@ -10,14 +10,14 @@
 
 use cuzk_core::backend::BackendStatus;
 use cuzk_core::{BackendError, CpuBackend, PendingProof, ProverBackend, ProverInput};
-use cuzk_engine::{Engine, EngineConfig, JobStatus};
+use cuzk_engine::{Engine, EngineConfig};
 use cuzk_synthetic::SyntheticSpec;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 mod common;
-use common::{check_proof, request_for, synthetic, SIZE};
+use common::{assert_proved, request_for, synthetic, SIZE};
 
 fn spec(partitions: usize, seed: u64) -> SyntheticSpec {
     common::spec(SIZE, partitions, seed)
@@ -139,8 +139,7 @@ fn a_post_is_proved_while_porep_partitions_hold_every_general_worker() {
     let winning = post(cuzk_core::ProofKind::WinningPost, 51);
     for (s, id) in [&window, &winning] {
         let result = wait(&engine, id);
-        assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-        check_proof(dir.path(), s, &result.proof);
+        assert_proved(dir.path(), s, &result);
     }
     assert_eq!(
         device.held.load(Ordering::SeqCst),
@@ -151,8 +150,7 @@ fn a_post_is_proved_while_porep_partitions_hold_every_general_worker() {
     device.open();
     for (s, id) in &poreps {
         let result = wait(&engine, id);
-        assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-        check_proof(dir.path(), s, &result.proof);
+        assert_proved(dir.path(), s, &result);
     }
 }
 
@@ -194,14 +192,12 @@ fn the_post_reserve_keeps_memory_for_a_post_while_porep_fills_the_budget() {
     window.kind = cuzk_core::ProofKind::WindowPostPartition;
     let window = engine.submit(window).unwrap().job_id;
     let result = wait(&engine, &window);
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &post, &result.proof);
+    assert_proved(dir.path(), &post, &result);
     assert_eq!(device.held.load(Ordering::SeqCst), 2);
 
     device.open();
     let result = wait(&engine, &porep_job);
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &porep, &result.proof);
+    assert_proved(dir.path(), &porep, &result);
 }
 
 /// Issue 35.4: a witness waiting for the device holds its bits, not its
@@ -252,6 +248,5 @@ fn witnesses_kept_as_bits_leave_their_estimate_to_the_next_partitions() {
 
     device.open();
     let result = wait(&engine, &job);
-    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
-    check_proof(dir.path(), &porep, &result.proof);
+    assert_proved(dir.path(), &porep, &result);
 }

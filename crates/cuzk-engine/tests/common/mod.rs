@@ -82,6 +82,17 @@ pub fn circuit_id(constraints: usize) -> String {
         .circuit_id()
 }
 
+/// `result` is a completed job's, and its proof verifies for `spec`.
+pub fn assert_proved(dir: &Path, spec: &SyntheticSpec, result: &cuzk_engine::JobResult) {
+    assert_eq!(
+        result.status,
+        cuzk_engine::JobStatus::Completed,
+        "{}",
+        result.error
+    );
+    check_proof(dir, spec, &result.proof);
+}
+
 /// Waits (up to ten minutes) for a job's final result.
 pub fn wait(engine: &Engine, job: &str) -> cuzk_engine::JobResult {
     wait_within(engine, job, Duration::from_secs(600))
