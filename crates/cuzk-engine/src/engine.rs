@@ -363,7 +363,8 @@ impl Engine {
         // not leave it waiting for parameters that never come.
         let acquire = |shared: &Shared, job: &Job| {
             let acquired = stages::guarded("loading the parameters", || {
-                job.srs(&shared.srs).map_err(|e| e.to_string())
+                job.srs(&shared.srs, &|| shared.dispatch.poke())
+                    .map_err(|e| e.to_string())
             });
             match acquired {
                 Ok(_) => shared.dispatch.poke(),

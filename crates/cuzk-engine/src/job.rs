@@ -77,6 +77,11 @@ pub(crate) struct Job {
     progress: Mutex<Progress>,
     /// Serialises the SRS acquisition of this job's partitions.
     srs_lock: Mutex<()>,
+    /// Memory for the job's parameters is reserved and their load runs:
+    /// nothing can keep them from coming.
+    parameters_coming: AtomicBool,
+    /// A partition was taken to be synthesised before the parameters came.
+    early_taken: AtomicBool,
     is_final: AtomicBool,
     /// A client has been given the final result (await or result call).
     pub(crate) collected: AtomicBool,
@@ -108,6 +113,8 @@ impl Job {
                 ..Progress::default()
             }),
             srs_lock: Mutex::new(()),
+            parameters_coming: AtomicBool::new(false),
+            early_taken: AtomicBool::new(false),
             is_final: AtomicBool::new(false),
             collected: AtomicBool::new(false),
             result: watch::channel(None).0,
@@ -140,16 +147,32 @@ impl Job {
         progress.first_pick.get_or_insert_with(Instant::now);
     }
 
-    /// The job's parameters, loaded once for all its partitions.
     /// Whether the job holds its parameters (its partitions may be
     /// synthesised).
     pub(crate) fn has_parameters(&self) -> bool {
         lock(&self.progress).srs.is_some()
     }
 
+    /// Whether one partition may be synthesised before the parameters are
+    /// resident: the first, once their load runs with its memory
+    /// reserved, so that a circuit's first witness (seconds for a PoSt
+    /// partition) overlaps the load instead of following it. One only:
+    /// its synthesis worker then waits for the load, and the others stay
+    /// free for jobs whose parameters are resident.
+    pub(crate) fn may_start_early(&self) -> bool {
+        self.parameters_coming.load(Ordering::SeqCst) && !self.early_taken.load(Ordering::SeqCst)
+    }
+
+    /// Counts the partition taken before the parameters came.
+    pub(crate) fn take_early(&self) {
+        self.early_taken.store(true, Ordering::SeqCst);
+    }
+
     /// The job's parameters, acquired once: loaded (waiting for memory
-    /// while the job is live) if they are not resident.
-    pub(crate) fn srs(&self, manager: &SrsManager) -> Result<SrsHandle, EngineError> {
+    /// while the job is live) if they are not resident. `coming` is told
+    /// when their memory is reserved and their load runs (this job's or
+    /// another's, a preload's).
+    pub(crate) fn srs(&self, manager: &SrsManager, coming: &dyn Fn()) -> Result<SrsHandle, EngineError> {
         let _one_at_a_time = lock(&self.srs_lock);
         {
             let progress = lock(&self.progress);
@@ -160,7 +183,16 @@ impl Job {
                 return Err(EngineError::Srs(error.clone()));
             }
         }
-        let acquired = manager.acquire(&self.plan.circuit_id(), &|| !self.is_final());
+        // A job whose first partition started early holds memory: it does
+        // not wait for more to load its parameters (they were to come
+        // without it; that load failed), it fails instead of freezing.
+        let keep_waiting = || !self.is_final() && !self.early_taken.load(Ordering::SeqCst);
+        let acquired = manager.acquire(&self.plan.circuit_id(), &keep_waiting, &|sure| {
+            self.parameters_coming.store(sure, Ordering::SeqCst);
+            if sure {
+                coming();
+            }
+        });
         let mut progress = lock(&self.progress);
         match acquired {
             Ok(handle) => {

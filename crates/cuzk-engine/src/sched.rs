@@ -232,6 +232,9 @@ impl Dispatch {
                 // With nothing in flight the head always goes (a budget
                 // too small for one partition would otherwise stall).
                 if state.used == 0 || held <= limit {
+                    if !head.job.has_parameters() {
+                        head.job.take_early();
+                    }
                     state.used += bytes;
                     let permit = Permit {
                         bytes,
@@ -255,9 +258,10 @@ impl Dispatch {
     }
 
     /// Drops finished jobs' partitions and takes the highest-ranked
-    /// partition `lane` takes whose parameters are resident; `None` when
-    /// none is ready. Partitions of jobs whose parameters are still
-    /// loading are set aside and put back, keeping their rank.
+    /// partition `lane` takes whose parameters are resident (or, when it
+    /// heads the queue, a job's first while they load,
+    /// [`Job::may_start_early`]); `None` when none is ready. Partitions of jobs whose parameters are still loading are
+    /// set aside and put back, keeping their rank.
     fn pop_ready(state: &mut DispatchState, lane: Lane) -> Option<WorkItem> {
         let mut set_aside = Vec::new();
         let mut ready = None;
@@ -270,7 +274,9 @@ impl Dispatch {
                 set_aside.push(item);
                 break;
             }
-            if item.job.has_parameters() {
+            // Early only at the head: a job's first partition never
+            // holds a worker ahead of higher-ranked ones that wait.
+            if item.job.has_parameters() || (set_aside.is_empty() && item.job.may_start_early()) {
                 ready = Some(item);
                 break;
             }

@@ -174,11 +174,16 @@ impl SrsManager {
     /// needed. An id no plan source knows leaves no entry behind. When
     /// they do not fit now beside the parameters in use or loading and the
     /// partitions in flight, the load waits for room while `keep_waiting`
-    /// says so (a queued job's loader), else it is refused.
+    /// says so (a queued job's loader), else it is refused. `coming` is
+    /// told `true` once the parameters are sure to come without more
+    /// memory (this load runs with its memory reserved, or another's does
+    /// and they are kept for this caller when it ends), `false` if that
+    /// other load failed.
     pub(crate) fn acquire(
         &self,
         circuit_id: &str,
         keep_waiting: &dyn Fn() -> bool,
+        coming: &dyn Fn(bool),
     ) -> Result<SrsHandle, EngineError> {
         let recipe = self.sources.parameters(circuit_id)?;
         let circuit_id = recipe.canonical_id().unwrap_or(circuit_id).to_string();
@@ -186,11 +191,19 @@ impl SrsManager {
         let entry = self.entry(circuit_id);
         let started = Instant::now();
         let params = {
+            // Another's load runs (a preload's, say): pinned as in use, what
+            // it loads is not evicted as idle before this caller has it.
+            let pinned = (lock(&entry.resident).loading_bytes > 0).then(|| {
+                coming(true);
+                Arc::clone(&entry.in_use)
+            });
             let _loading = lock(&entry.loading);
             let resident = lock(&entry.resident).params.clone();
+            drop(pinned);
             match resident {
                 Some(params) => params,
                 None => {
+                    coming(false);
                     let need = recipe.memory_bytes();
                     loop {
                         match self.reserve(circuit_id, &entry, need) {
@@ -204,6 +217,7 @@ impl SrsManager {
                             }
                         }
                     }
+                    coming(true);
                     let loaded = recipe.load();
                     lock(&entry.resident).loading_bytes = 0;
                     let loaded = match loaded {
@@ -262,7 +276,7 @@ impl SrsManager {
         let already = self.is_resident(&canonical);
         let (handle, prepared) = std::thread::scope(|scope| {
             let prepared = scope.spawn(|| self.sources.prepare(&canonical));
-            let handle = self.acquire(circuit_id, &|| false);
+            let handle = self.acquire(circuit_id, &|| false, &|_| {});
             (handle, prepared.join())
         });
         let handle = handle?;

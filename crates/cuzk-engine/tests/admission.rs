@@ -177,6 +177,51 @@ fn the_engine_serves_while_its_preload_loads() {
     );
 }
 
+/// Partitions synthesised so far (the synthesis phase's count).
+fn synthesised(engine: &Engine) -> u64 {
+    let text = engine.metrics_text();
+    text.lines()
+        .find(|l| l.starts_with("cuzk_partition_phase_seconds_count{phase=\"synthesis\"}"))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Issue 36: a job's first partition is synthesised while its parameters
+/// load (their memory reserved), not after: a circuit's first witness
+/// overlaps the load. One only: the others wait for the parameters, so
+/// the synthesis workers stay free for jobs whose parameters are resident.
+#[test]
+fn a_jobs_first_partition_is_synthesised_while_its_parameters_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, gate) = slow_parameters(dir.path());
+    let _release = OpenOnDrop(Arc::clone(&gate));
+    let config = EngineConfig {
+        partition_workers: 3,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(config, Vec::new(), vec![source]).unwrap();
+    let job = engine.submit(request(&spec(SIZE, 3, 1))).unwrap();
+    gate.wait_for_arrival(); // the load runs, held at the gate
+    wait_until(
+        Duration::from_secs(60),
+        POLL,
+        "no partition was synthesised while the parameters loaded",
+        || synthesised(&engine) >= 1,
+    );
+    // Three workers are free, and the job has two more partitions.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        synthesised(&engine),
+        1,
+        "more than one partition ahead of the parameters"
+    );
+    gate.open();
+    let result = wait(&engine, &job.job_id);
+    assert_eq!(result.status, JobStatus::Completed, "{}", result.error);
+    assert_eq!(synthesised(&engine), 3);
+    assert_eq!(gate.passes.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
 /// Regression (issue 12.3): `{"constraints":134217728,"partitions":64}` was
 /// accepted on a budget that cannot hold one of its partitions, then ran
 /// alone while every later job waited. It is refused at submission, naming

@@ -84,7 +84,7 @@ pub(crate) fn finish_one(shared: &Shared, name: &str, item: FinishItem) {
             Ok(())
         }
         None => guarded("verification", || {
-            let srs = job.srs(&shared.srs).map_err(|e| e.to_string())?;
+            let srs = job.srs(&shared.srs, &|| {}).map_err(|e| e.to_string())?;
             job.plan.verify(srs.params(), &proofs).map_err(|e| e.to_string())
         }),
     };

@@ -1,4 +1,4 @@
-//! Stage 1: dispatcher -> parameters -> synthesis -> hand-off.
+//! Stage 1: dispatcher -> synthesis -> parameters -> hand-off.
 
 use super::guarded;
 use crate::metrics::FailureReason;
@@ -18,13 +18,6 @@ pub(crate) fn worker(shared: &Shared, lane: Lane, name: &str) {
             continue;
         }
         job.mark_picked();
-        let srs = match job.srs(&shared.srs) {
-            Ok(srs) => srs,
-            Err(e) => {
-                fail(shared, &job, FailureReason::Parameters, e.to_string());
-                continue;
-            }
-        };
         // In a sequential slot: the synthesis computes on this thread only
         // while it holds one (its parallel passes lend it to the pool), so
         // workers and pool together stay within the cores.
@@ -81,6 +74,15 @@ pub(crate) fn worker(shared: &Shared, lane: Lane, name: &str) {
         if matches!(data, PartitionData::Witness(_)) {
             permit.shrink_to(held);
         }
+        // Resident, or (a job's first partition, taken while they load)
+        // waited for here.
+        let srs = match job.srs(&shared.srs, &|| {}) {
+            Ok(srs) => srs,
+            Err(e) => {
+                fail(shared, &job, FailureReason::Parameters, e.to_string());
+                continue;
+            }
+        };
         if job.is_final() {
             continue;
         }
