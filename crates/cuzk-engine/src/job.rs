@@ -77,8 +77,8 @@ pub(crate) struct Job {
     progress: Mutex<Progress>,
     /// Serialises the SRS acquisition of this job's partitions.
     srs_lock: Mutex<()>,
-    /// Memory for the job's parameters is reserved and their load runs:
-    /// nothing can keep them from coming.
+    /// The job's parameters are sure to come without more memory: their
+    /// load runs with its memory reserved (see `SrsManager::acquire`).
     parameters_coming: AtomicBool,
     /// A partition was taken to be synthesised before the parameters came.
     early_taken: AtomicBool,

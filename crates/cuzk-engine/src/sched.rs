@@ -260,8 +260,9 @@ impl Dispatch {
     /// Drops finished jobs' partitions and takes the highest-ranked
     /// partition `lane` takes whose parameters are resident (or, when it
     /// heads the queue, a job's first while they load,
-    /// [`Job::may_start_early`]); `None` when none is ready. Partitions of jobs whose parameters are still loading are
-    /// set aside and put back, keeping their rank.
+    /// [`Job::may_start_early`]); `None` when none is ready. Partitions
+    /// of jobs whose parameters are still loading are set aside and put
+    /// back, keeping their rank.
     fn pop_ready(state: &mut DispatchState, lane: Lane) -> Option<WorkItem> {
         let mut set_aside = Vec::new();
         let mut ready = None;
