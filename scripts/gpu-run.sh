@@ -27,7 +27,8 @@
 #   scripts/gpu-run.sh native           each PROOFS' (porep-32g snap-32g window-post-32g) native
 #                                       witness alone, RUNS (3) times, with glibc's huge pages
 #                                       and without, and Poseidon one hash at a time beside the
-#                                       IFMA lanes (real-synthesis --native-only)
+#                                       IFMA lanes (real-synthesis --native-only); BESIDE: other
+#                                       bench builds (.xz) run in turn, side by side
 #   scripts/gpu-run.sh realc2           real-circuit C2 through the engine (real-c2), PASSES
 #                                       (witness:3,host:1) in one process, BUDGET GiB (100),
 #                                       a timeline chart per pass; REALC2_ARGS: more flags
@@ -153,16 +154,27 @@ PY
     # without them.
     # THREADS="4 16": the same with that many pool threads (RAYON_NUM_THREADS),
     # to tell the work's CPU time from idle workers' spinning.
+    # BESIDE=".gpu-cpu/cuzk-bench-<commit>.xz ...": other builds of the bench
+    # (plain release builds: the native witness needs no CUDA) run in turn
+    # with the same loops, named by their file, for side-by-side figures.
+    benches=$bin
+    for other in ${BESIDE:-}; do
+      label=$(basename "$other" .xz); xz -dc "$other" >"/tmp/$label" && chmod +x "/tmp/$label" || exit 1
+      benches="$benches /tmp/$label"
+    done
     for proof in ${PROOFS:-porep-32g snap-32g window-post-32g}; do
       for pages in ${PAGES:-huge plain}; do
         for threads in ${THREADS:-default}; do
-          tunables=; [ "$pages" = huge ] && tunables=glibc.malloc.hugetlb=1
-          name=native-witness-$proof-$pages; [ "$threads" = default ] || name=$name-$threads-threads
-          pool=; [ "$threads" = default ] || pool=$threads
-          GLIBC_TUNABLES=$tunables RAYON_NUM_THREADS=$pool timeout "${WITNESS_TIMEOUT:-300}" "$bin" real-synthesis \
-            --proof "$proof" --native-only "${RUNS:-3}" >"$out/$name.json" 2>"$out/$name.log"
-          echo "$proof ($pages pages, $threads threads) exit: $?"; tail -3 "$out/$name.log"
-          cat "$out/$name.json"
+          for b in $benches; do
+            tunables=; [ "$pages" = huge ] && tunables=glibc.malloc.hugetlb=1
+            name=native-witness-$proof-$pages; [ "$threads" = default ] || name=$name-$threads-threads
+            [ "$b" = "$bin" ] || name=$name-$(basename "$b")
+            pool=; [ "$threads" = default ] || pool=$threads
+            GLIBC_TUNABLES=$tunables RAYON_NUM_THREADS=$pool timeout "${WITNESS_TIMEOUT:-300}" "$b" real-synthesis \
+              --proof "$proof" --native-only "${RUNS:-3}" >"$out/$name.json" 2>"$out/$name.log"
+            echo "$name exit: $?"; tail -3 "$out/$name.log"
+            cat "$out/$name.json"
+          done
         done
       done
     done
