@@ -32,20 +32,34 @@ pub fn iv() -> [Word; 8] {
 
 /// A working variable the gadget keeps as the operands of a sum not yet
 /// computed, so that the sum is allocated once, with the operands of the
-/// step that needs it (fewer constraints).
+/// step that needs it (fewer constraints). At most seven operands, and one
+/// more at the end: held inline (two sums a round, 5,040 compressions a
+/// PoRep partition).
 enum Deferred {
-    Sum(Vec<Word>),
+    Sum { operands: [Word; 8], len: usize },
     Word(Word),
 }
 
 impl Deferred {
+    /// The deferred sum of `first` and `then` (at most seven in all).
+    fn sum(first: &[Word], then: &[Word]) -> Self {
+        let mut held = [Word::constant(0); 8];
+        let len = first.len() + then.len();
+        held[..first.len()].copy_from_slice(first);
+        held[first.len()..len].copy_from_slice(then);
+        Deferred::Sum { operands: held, len }
+    }
+
     /// The word, allocating the sum of the operands and `more` if deferred.
-    fn compute(self, aux: &mut impl Aux, more: &[Word]) -> Word {
+    fn compute(self, aux: &mut impl Aux, more: Option<Word>) -> Word {
         match self {
             Deferred::Word(word) => word,
-            Deferred::Sum(mut operands) => {
-                operands.extend_from_slice(more);
-                Word::add_many(aux, &operands)
+            Deferred::Sum { mut operands, mut len } => {
+                if let Some(word) = more {
+                    operands[len] = word;
+                    len += 1;
+                }
+                Word::add_many(aux, &operands[..len])
             }
         }
     }
@@ -55,27 +69,29 @@ impl Deferred {
 /// first, as the gadget takes it) into `state`; returns the new state.
 pub fn compress(aux: &mut impl Aux, block: &[Bit], state: &[Word; 8]) -> [Word; 8] {
     assert_eq!(block.len(), 512, "a block is 512 bits");
-    let mut w: Vec<Word> = block.chunks(32).map(Word::from_bits_be).collect();
+    let mut w = [Word::constant(0); 64];
+    for (word, bits) in w.iter_mut().zip(block.chunks(32)) {
+        *word = Word::from_bits_be(bits);
+    }
     for i in 16..64 {
         let s0 = Word::xor(aux, &w[i - 15].rotr(7), &w[i - 15].rotr(18));
         let s0 = Word::xor(aux, &s0, &w[i - 15].shr(3));
         let s1 = Word::xor(aux, &w[i - 2].rotr(17), &w[i - 2].rotr(19));
         let s1 = Word::xor(aux, &s1, &w[i - 2].shr(10));
-        let next = Word::add_many(aux, &[w[i - 16], s0, w[i - 7], s1]);
-        w.push(next);
+        w[i] = Word::add_many(aux, &[w[i - 16], s0, w[i - 7], s1]);
     }
 
     let [a0, b0, c0, d0, e0, f0, g0, h0] = *state;
     let (mut a, mut b, mut c, mut d) = (Deferred::Word(a0), b0, c0, d0);
     let (mut e, mut f, mut g, mut h) = (Deferred::Word(e0), f0, g0, h0);
     for (i, &k) in ROUND_CONSTANTS.iter().enumerate() {
-        let new_e = e.compute(aux, &[]);
+        let new_e = e.compute(aux, None);
         let s1 = Word::xor(aux, &new_e.rotr(6), &new_e.rotr(11));
         let s1 = Word::xor(aux, &s1, &new_e.rotr(25));
         let ch = Word::ch(aux, &new_e, &f, &g);
         let temp1 = [h, s1, ch, Word::constant(k), w[i]];
 
-        let new_a = a.compute(aux, &[]);
+        let new_a = a.compute(aux, None);
         let s0 = Word::xor(aux, &new_a.rotr(2), &new_a.rotr(13));
         let s0 = Word::xor(aux, &s0, &new_a.rotr(22));
         let maj = Word::maj(aux, &new_a, &b, &c);
@@ -83,18 +99,18 @@ pub fn compress(aux: &mut impl Aux, block: &[Bit], state: &[Word; 8]) -> [Word; 
         h = g;
         g = f;
         f = new_e;
-        e = Deferred::Sum(temp1.iter().copied().chain([d]).collect());
+        e = Deferred::sum(&temp1, &[d]);
         d = c;
         c = b;
         b = new_a;
-        a = Deferred::Sum(temp1.iter().copied().chain([s0, maj]).collect());
+        a = Deferred::sum(&temp1, &[s0, maj]);
     }
 
-    let h0 = a.compute(aux, &[state[0]]);
+    let h0 = a.compute(aux, Some(state[0]));
     let h1 = Word::add_many(aux, &[state[1], b]);
     let h2 = Word::add_many(aux, &[state[2], c]);
     let h3 = Word::add_many(aux, &[state[3], d]);
-    let h4 = e.compute(aux, &[state[4]]);
+    let h4 = e.compute(aux, Some(state[4]));
     let h5 = Word::add_many(aux, &[state[5], f]);
     let h6 = Word::add_many(aux, &[state[6], g]);
     let h7 = Word::add_many(aux, &[state[7], h]);
