@@ -54,7 +54,10 @@ impl Deferred {
     fn compute(self, aux: &mut impl Aux, more: Option<Word>) -> Word {
         match self {
             Deferred::Word(word) => word,
-            Deferred::Sum { mut operands, mut len } => {
+            Deferred::Sum {
+                mut operands,
+                mut len,
+            } => {
                 if let Some(word) = more {
                     operands[len] = word;
                     len += 1;
