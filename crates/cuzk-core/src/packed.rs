@@ -491,7 +491,8 @@ impl PackedScalars {
     /// `head`, then `count` pieces of `len` values each, `wide` of them
     /// wide, in one vector allocated once: piece `i` is made by `make(i,
     /// piece)` on the pool, its wide values written straight into their
-    /// place and its bit words (a 256th of the values) joined after. Returns what each `make` returned, in order; `None`
+    /// place and its bit words (a 256th of the values) joined after.
+    /// Returns what each `make` returned, in order; `None`
     /// when a piece's length or wide count is not `len` and `wide` (a
     /// caller that cannot promise equal pieces joins them another way).
     /// The wide values go into a vector of `spares` when one fits, and
@@ -837,7 +838,6 @@ mod tests {
                 assert!(uneven.is_none());
                 // One piece with a wide value more (past its place) or one
                 // fewer, its length the others'.
-                let is_bit = |v: &Scalar| *v == Scalar::ZERO || *v == Scalar::ONE;
                 for more_wide in [true, false] {
                     let change = |values: &mut Vec<Scalar>| {
                         let found = values.iter_mut().find(|v| is_bit(v) == more_wide);

@@ -196,7 +196,8 @@ impl PreparedHashes {
 
 /// The most bytes of trace buffers a thread keeps: a WindowPoSt unit's
 /// ten levels of thirty hashes (about 5 MB) reuse one set from unit to
-/// unit instead of the kernel clearing fresh pages for each.
+/// unit instead of the kernel clearing fresh pages for each. Held outside
+/// the memory budget: at most this much a pool thread (128 MiB on 16).
 const SPARE_TRACE_BYTES: usize = 8 << 20;
 
 thread_local! {
