@@ -58,6 +58,11 @@ pub trait ScalarSink {
     fn push_all(&mut self, values: &[Scalar]) {
         values.iter().for_each(|&value| self.push(value));
     }
+    /// Appends `values`, of which the caller knows that none is 0 or 1
+    /// (a Poseidon trace whose hasher said so), without looking at them.
+    fn push_all_wide(&mut self, values: &[Scalar]) {
+        self.push_all(values);
+    }
     /// Number of values appended.
     fn len(&self) -> usize;
     /// Whether none were.
@@ -151,6 +156,21 @@ impl ScalarSink for Piece<'_> {
             Place::In { .. } => values.iter().for_each(|&value| self.push(value)),
         }
     }
+    fn push_all_wide(&mut self, values: &[Scalar]) {
+        match &mut self.place {
+            Place::Own => self.bits.push_wide_run(values),
+            Place::In {
+                values: place,
+                written,
+            } if *written + values.len() <= place.len() => {
+                place[*written..*written + values.len()].copy_from_slice(values);
+                *written += values.len();
+                self.bits.push_wide_run_elsewhere(values.len());
+            }
+            // Past its place: counted, and the piece refused.
+            Place::In { .. } => values.iter().for_each(|&value| self.push(value)),
+        }
+    }
     fn len(&self) -> usize {
         self.bits.len
     }
@@ -177,6 +197,9 @@ impl ScalarSink for PackedScalars {
     fn push_all(&mut self, values: &[Scalar]) {
         self.values.reserve(values.len());
         values.iter().for_each(|&value| PackedScalars::push(self, value));
+    }
+    fn push_all_wide(&mut self, values: &[Scalar]) {
+        self.push_wide_run(values);
     }
     fn len(&self) -> usize {
         self.len
@@ -465,6 +488,20 @@ impl PackedScalars {
         let (word, bit) = self.slot();
         self.wide[word] |= 1 << bit;
         self.len += 1;
+    }
+
+    /// Appends `values`, none of them 0 or 1, as wide values: their bits a
+    /// word at a time.
+    fn push_wide_run(&mut self, mut values: &[Scalar]) {
+        self.values.reserve(values.len());
+        while !values.is_empty() {
+            let (word, bit) = self.slot();
+            let run = values.len().min(64 - bit as usize);
+            self.wide[word] |= (u64::MAX >> (64 - run)) << bit;
+            self.values.extend_from_slice(&values[..run]);
+            self.len += run;
+            values = &values[run..];
+        }
     }
 
     /// [`push_wide_elsewhere`](Self::push_wide_elsewhere) `count` times,
@@ -894,7 +931,9 @@ mod tests {
 
     /// Runs of wide values appended at once into their place (their bits
     /// set a word at a time) equal the same values packed one by one, at
-    /// every offset in a word and across words.
+    /// every offset in a word and across words; so do runs appended as
+    /// known to be wide (`push_all_wide`), in place, into a piece of its
+    /// own and into a whole vector.
     #[test]
     fn wide_runs_appended_in_place_equal_values_packed_one_by_one() {
         for lead in [0usize, 1, 63, 64, 65] {
@@ -909,19 +948,38 @@ mod tests {
                     (0..9).map(|i| PackedScalars::from_scalars(&piece(i))).collect();
                 let expected = PackedScalars::concat(std::iter::once(&head).chain(&pieces));
                 let shape = (lead + run + 2, run);
-                let (joined, _) = PackedScalars::from_pieces(&head, 9, shape, None, |i, out| {
-                    let values = piece(i);
+                // The run appended as values looked at, and as values
+                // known to be wide.
+                let write = |values: &[Scalar], known: bool, out: &mut dyn ScalarSink| {
                     out.push_all(&values[..lead]);
-                    out.push_all(&values[lead..lead + run]);
+                    if known {
+                        out.push_all_wide(&values[lead..lead + run]);
+                    } else {
+                        out.push_all(&values[lead..lead + run]);
+                    }
                     out.push_all(&values[lead + run..]);
-                })
-                .expect("equal pieces");
-                assert_eq!(joined, expected, "lead {lead}, run {run}");
-                assert_eq!(
-                    joined.to_scalars(),
-                    expected.to_scalars(),
-                    "lead {lead}, run {run}"
-                );
+                };
+                for known in [false, true] {
+                    let (joined, _) = PackedScalars::from_pieces(&head, 9, shape, None, |i, out| {
+                        write(&piece(i), known, out)
+                    })
+                    .expect("equal pieces");
+                    assert_eq!(joined, expected, "lead {lead}, run {run}, known wide {known}");
+                    assert_eq!(
+                        joined.to_scalars(),
+                        expected.to_scalars(),
+                        "lead {lead}, run {run}"
+                    );
+                    // A piece of its own and a whole vector, the same.
+                    let mut whole = head.clone();
+                    for (i, packed) in pieces.iter().enumerate() {
+                        let mut own = Piece::default();
+                        write(&piece(i), known, &mut own);
+                        assert_eq!(own.into_packed().as_ref(), Some(packed), "lead {lead}, run {run}");
+                        write(&piece(i), known, &mut whole);
+                    }
+                    assert_eq!(whole, expected, "lead {lead}, run {run}, known wide {known}");
+                }
             }
         }
     }

@@ -205,11 +205,14 @@ impl PoseidonLanes {
 
     /// Hashes `preimages` (`arity()` elements each, one after another),
     /// writing each hash's trace into `traces` (`trace_len()` each, in the
-    /// same order); the hash is the last value of its trace.
+    /// same order); the hash is the last value of its trace. Returns
+    /// whether every value written is neither 0 nor 1 (told from the
+    /// registers as they are stored, so a witness writer need not scan
+    /// the traces again to keep 0s and 1s as bits).
     ///
     /// # Panics
     /// If the lengths do not match.
-    pub fn hash(&self, preimages: &[Scalar], traces: &mut [Scalar]) {
+    pub fn hash(&self, preimages: &[Scalar], traces: &mut [Scalar]) -> bool {
         let (arity, trace_len) = (self.arity(), self.trace_len());
         assert_eq!(preimages.len() % arity, 0, "whole preimages");
         let count = preimages.len() / arity;
@@ -217,6 +220,7 @@ impl PoseidonLanes {
         // Two groups of eight lanes at a time (their products overlap),
         // one group for what is left over eight.
         let (mut preimages, mut traces) = (preimages, traces);
+        let mut all_wide = true;
         while !preimages.is_empty() {
             let batch = if preimages.len() > LANES * arity {
                 2 * LANES
@@ -230,7 +234,7 @@ impl PoseidonLanes {
             // SAFETY: a PoseidonLanes exists only where `available()` said
             // the processor has the features the batch is compiled for.
             unsafe {
-                if batch > LANES {
+                all_wide &= if batch > LANES {
                     ifma::hash_batch::<2>(self, chunk, out)
                 } else {
                     ifma::hash_batch::<1>(self, chunk, out)
@@ -240,6 +244,7 @@ impl PoseidonLanes {
             unreachable!("no PoseidonLanes without IFMA: {} {}", chunk.len(), out.len());
             (preimages, traces) = (rest, rest_out);
         }
+        all_wide
     }
 }
 
@@ -264,6 +269,8 @@ mod ifma {
         p_inv_neg: __m512i,
         mask: __m512i,
         zero: __m512i,
+        /// blst's 1 (`2^256 mod p`), word by word.
+        one: [__m512i; 4],
     }
 
     /// `-p^-1 mod 2^52` (Newton's iteration doubles the bits each step).
@@ -310,6 +317,7 @@ mod ifma {
                 p_inv_neg: splat(p_inv_neg()),
                 mask: splat(LIMB_MASK),
                 zero: _mm512_setzero_si512(),
+                one: words(&Scalar::from(1u64)).map(|word| splat(word)),
             }
         }
 
@@ -408,9 +416,9 @@ mod ifma {
 
         /// The lanes as canonical blst scalars: `x 2^260` to `x 2^256` is a
         /// division by 16, exact once the right multiple of p (p is 1 mod
-        /// 16) is added.
+        /// 16) is added. With them, the mask of the lanes that hold 0 or 1.
         #[inline(always)]
-        unsafe fn store(&self, x: &Fe) -> [[u64; 4]; LANES] {
+        unsafe fn store(&self, x: &Fe) -> ([[u64; 4]; LANES], __mmask8) {
             let low_nibble = _mm512_and_si512(x.0[0], splat(15));
             let k = _mm512_and_si512(_mm512_sub_epi64(self.zero, low_nibble), splat(15));
             let mut sum = x.0;
@@ -443,11 +451,19 @@ mod ifma {
                     _mm512_slli_epi64::<16>(canonical[4]),
                 ),
             ];
+            let (mut zero, mut one) = (0xff, 0xff);
+            for (word, one_word) in packed.iter().zip(&self.one) {
+                zero &= _mm512_cmpeq_epi64_mask(*word, self.zero);
+                one &= _mm512_cmpeq_epi64_mask(*word, *one_word);
+            }
             let mut columns = [[0u64; LANES]; 4];
             for (column, word) in columns.iter_mut().zip(packed) {
                 _mm512_storeu_si512(column.as_mut_ptr().cast(), word);
             }
-            std::array::from_fn(|lane| std::array::from_fn(|i| columns[i][lane]))
+            (
+                std::array::from_fn(|lane| std::array::from_fn(|i| columns[i][lane])),
+                zero | one,
+            )
         }
     }
 
@@ -503,14 +519,19 @@ mod ifma {
         trace_len: usize,
         lanes: usize,
         next: usize,
+        /// Whether a value written so far was 0 or 1.
+        any_bit: bool,
     }
 
     impl Traces<'_> {
         #[inline(always)]
         unsafe fn emit<const G: usize>(&mut self, field: &Field, x: &Groups<G>) {
             for (g, group) in x.0.iter().enumerate() {
-                let stored = field.store(group);
+                let (stored, bits) = field.store(group);
                 let first = g * LANES;
+                // Lanes past the last preimage hash a copy and write nothing.
+                let written = (1u32 << self.lanes.saturating_sub(first).min(LANES)) - 1;
+                self.any_bit |= u32::from(bits) & written != 0;
                 for (lane, words) in stored.iter().enumerate().take(self.lanes.saturating_sub(first)) {
                     self.out[(first + lane) * self.trace_len + self.next] =
                         Scalar::from(blst_fr { l: *words });
@@ -521,13 +542,14 @@ mod ifma {
     }
 
     /// Up to `8 G` preimages through the permutation (lanes past the last
-    /// preimage hash a copy of it and write nothing).
+    /// preimage hash a copy of it and write nothing). Returns whether every
+    /// value written is neither 0 nor 1.
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
     pub(super) unsafe fn hash_batch<const G: usize>(
         constants: &PoseidonLanes,
         preimages: &[Scalar],
         traces: &mut [Scalar],
-    ) {
+    ) -> bool {
         let field = Field::new();
         let width = constants.width;
         let arity = width - 1;
@@ -548,6 +570,7 @@ mod ifma {
             trace_len: constants.trace_len(),
             lanes,
             next: 0,
+            any_bit: false,
         };
         let keys = &constants.keys;
 
@@ -599,22 +622,33 @@ mod ifma {
         mix(&field, constants, state, round);
         out.emit(&field, &state[1]);
         debug_assert_eq!(out.next, out.trace_len);
+        !out.any_bit
     }
 
     /// For the tests: each lane's `a`, `a * b`, `a + b` and `a a + b b`
-    /// (one reduction), through the lanes' form and back.
+    /// (one reduction), through the lanes' form and back; and the mask of
+    /// the lanes whose `a` is 0 or 1.
     #[cfg(test)]
     #[target_feature(enable = "avx512f,avx512dq,avx512ifma")]
-    pub(super) unsafe fn arithmetic(a: [&Scalar; LANES], b: [&Scalar; LANES]) -> [[[u64; 4]; LANES]; 4] {
+    pub(super) unsafe fn arithmetic(
+        a: [&Scalar; LANES],
+        b: [&Scalar; LANES],
+    ) -> ([[[u64; 4]; LANES]; 4], u8) {
         let field = Field::new();
         let to_lanes_form = splat_limbs(&to_limbs(words(&Scalar::from(256u64))));
         let (a, b) = (field.load(a, &to_lanes_form), field.load(b, &to_lanes_form));
-        [
-            field.store(&a),
-            field.store(&field.mul(&a, &b)),
-            field.store(&field.add(&a, &b)),
-            field.store(&Groups::<1>::dot(&field, &[Groups([a]), Groups([b])], &[a, b]).0[0]),
-        ]
+        let (same, bits) = field.store(&a);
+        (
+            [
+                same,
+                field.store(&field.mul(&a, &b)).0,
+                field.store(&field.add(&a, &b)).0,
+                field
+                    .store(&Groups::<1>::dot(&field, &[Groups([a]), Groups([b])], &[a, b]).0[0])
+                    .0,
+            ],
+            bits,
+        )
     }
 
     /// An S-box of a round after the first: the input, `x^2`, `x^4`,
@@ -709,7 +743,7 @@ mod tests {
     }
 
     /// The lanes' products, sums and dot products equal blstrs', including
-    /// at the edges (0, 1, p - 1).
+    /// at the edges (0, 1, p - 1), and the lanes holding 0 or 1 are told.
     #[test]
     fn lane_arithmetic_equals_blstrs() {
         if !available() {
@@ -731,10 +765,15 @@ mod tests {
             }
             let (a, b) = values.split_at(LANES);
             // SAFETY: available() said the processor has the features.
-            let [same, product, sum, dot] =
+            let ([same, product, sum, dot], bits) =
                 unsafe { ifma::arithmetic(std::array::from_fn(|i| &a[i]), std::array::from_fn(|i| &b[i])) };
             for lane in 0..LANES {
                 let (x, y) = (a[lane], b[lane]);
+                assert_eq!(
+                    bits >> lane & 1 == 1,
+                    x == Scalar::ZERO || x == Scalar::ONE,
+                    "round {round}, lane {lane}: told as a bit"
+                );
                 assert_eq!(same[lane], words(&x), "round {round}, lane {lane}: x");
                 assert_eq!(product[lane], words(&(x * y)), "round {round}, lane {lane}: x y");
                 assert_eq!(sum[lane], words(&(x + y)), "round {round}, lane {lane}: x + y");

@@ -23,6 +23,12 @@ pub trait Aux {
     fn elements(&mut self, values: &[Scalar]) {
         values.iter().for_each(|&value| self.element(value));
     }
+    /// [`elements`](Self::elements) of which the caller knows that none
+    /// is 0 or 1 (a trace the Poseidon lanes told so): where the
+    /// destination keeps 0s and 1s as bits, it need not look.
+    fn wide_elements(&mut self, values: &[Scalar]) {
+        self.elements(values);
+    }
 }
 
 /// The bits of `values` at the positions set in `mask`, lowest first, as

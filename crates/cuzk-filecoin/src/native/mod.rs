@@ -74,6 +74,9 @@ impl<S: ScalarSink> Aux for Assignment<S> {
     fn elements(&mut self, values: &[Scalar]) {
         self.aux.push_all(values);
     }
+    fn wide_elements(&mut self, values: &[Scalar]) {
+        self.aux.push_all_wide(values);
+    }
 }
 
 /// A partition's variables: `prologue`'s, then each of `units` written by

@@ -152,6 +152,8 @@ pub struct PreparedHashes {
     trace_len: usize,
     preimages: Vec<Scalar>,
     traces: Vec<Scalar>,
+    /// Whether the lanes said no trace value is 0 or 1.
+    all_wide: bool,
 }
 
 impl PreparedHashes {
@@ -167,12 +169,13 @@ impl PreparedHashes {
             return None;
         }
         let mut traces = trace_buffer(preimages.len() / arity * trace_len);
-        lanes.hash(&preimages, &mut traces);
+        let all_wide = lanes.hash(&preimages, &mut traces);
         Some(Self {
             arity,
             trace_len,
             preimages,
             traces,
+            all_wide,
         })
     }
 
@@ -189,7 +192,11 @@ impl PreparedHashes {
             return None;
         }
         let trace = &self.traces[k * self.trace_len..(k + 1) * self.trace_len];
-        aux.elements(trace);
+        if self.all_wide {
+            aux.wide_elements(trace);
+        } else {
+            aux.elements(trace);
+        }
         Some(trace[self.trace_len - 1])
     }
 }
@@ -272,6 +279,7 @@ fn mds<A: Arity<Scalar>>(state: &mut Vec<Scalar>, constants: &PoseidonConstants<
 mod tests {
     use super::*;
     use crate::native::oracle::Allocations;
+    use crate::native::Assignment;
     use bellperson::gadgets::num::AllocatedNum;
     use neptune::poseidon::Poseidon;
     use rand::SeedableRng;
@@ -325,13 +333,52 @@ mod tests {
         // Stale values where the trace goes (a reused buffer's): every
         // one must be overwritten.
         let mut traces = vec![Scalar::from(0xdead_u64); 11 * trace_len];
-        prepared.hash(&preimages, &mut traces);
+        assert!(
+            prepared.hash(&preimages, &mut traces),
+            "random preimages: no 0 or 1 in a trace"
+        );
         for (k, (preimage, trace)) in preimages.chunks(arity).zip(traces.chunks(trace_len)).enumerate() {
             let mut aux: Vec<Scalar> = Vec::new();
             poseidon_hash(&mut aux, preimage, &constants);
             assert_eq!(aux.len(), trace_len, "arity {arity}: trace lengths differ");
             if let Some(i) = (0..trace_len).find(|&i| aux[i] != trace[i]) {
                 panic!("arity {arity}, seed {seed}, preimage {k}: value {i} of {trace_len} differs");
+            }
+        }
+    }
+
+    /// A trace holding 0s (a preimage whose first element is the negated
+    /// first-round key, so `(x + k)^2 = 0`), in a full batch of the lanes
+    /// and in the last, partial one, is told by the lanes, and written
+    /// with its 0s as bits: packed, equal to the scalar writer's.
+    #[test]
+    fn native_poseidon_lanes_tell_a_trace_holding_a_zero() {
+        let constants = PoseidonConstants::<Scalar, U8>::new();
+        if lanes(&constants).is_none() {
+            eprintln!("skipped: this processor has no AVX-512 IFMA");
+            return;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for zeroed in [None, Some(3), Some(10)] {
+            let mut preimages: Vec<Scalar> = (0..11 * 8).map(|_| Scalar::random(&mut rng)).collect();
+            if let Some(k) = zeroed {
+                preimages[k * 8] = -constants.compressed_round_constants[1];
+            }
+            let hashes = PreparedHashes::new(&constants, preimages.clone()).expect("the lanes");
+            assert_eq!(hashes.all_wide, zeroed.is_none(), "preimage {zeroed:?} zeroed");
+            for (k, preimage) in preimages.chunks(8).enumerate() {
+                let mut scalar = Assignment::default();
+                let expected = poseidon_hash(&mut scalar, preimage, &constants);
+                let mut written = Assignment::default();
+                assert_eq!(hashes.write(k, &mut written, preimage), Some(expected));
+                assert_eq!(written.aux, scalar.aux, "preimage {k} of {zeroed:?} zeroed");
+            }
+            if let Some(k) = zeroed {
+                let trace: Vec<Scalar> = (0..505).map(|i| hashes.traces[k * 505 + i]).collect();
+                assert!(
+                    trace.contains(&Scalar::ZERO),
+                    "the zeroed preimage's trace holds a 0"
+                );
             }
         }
     }
