@@ -99,15 +99,35 @@ fn socket_mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
 }
 
+/// A daemon (see [`Proc::start`]) listening on `cuzk.sock` in a directory
+/// of its own; [`OnASocket::serving`] returns once it serves there.
+struct OnASocket {
+    /// Killed (dropped) before its directory is removed.
+    daemon: Proc,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl OnASocket {
+    async fn serving(config: &str, umask: &str, env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("cuzk.sock");
+        let listen = format!("unix://{}", socket.display());
+        let daemon = Proc::start(dir.path(), &listen, config, umask, env);
+        let _ = common::connect(&listen).await;
+        Self {
+            daemon,
+            socket,
+            _dir: dir,
+        }
+    }
+}
+
 /// The mode of the socket of a daemon started with `config` under
 /// `umask`, once it serves.
 async fn mode_of_a_started_socket(config: &str, umask: &str) -> u32 {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("cuzk.sock");
-    let listen = format!("unix://{}", socket.display());
-    let _daemon = Proc::start(dir.path(), &listen, config, umask, &[]);
-    let _ = common::connect(&listen).await;
-    socket_mode(&socket)
+    let served = OnASocket::serving(config, umask, &[]).await;
+    socket_mode(&served.socket)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -314,15 +334,12 @@ fn grpc_core_authority(socket: &Path) -> String {
 /// clients and grpc-go send).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_core_authorities_on_the_unix_socket_get_a_real_status() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("cuzk.sock");
-    let listen = format!("unix://{}", socket.display());
-    let _daemon = Proc::start(dir.path(), &listen, "unix_authority_fix = true", "022", &[]);
-    let _ = common::connect(&listen).await;
+    let served = OnASocket::serving("unix_authority_fix = true", "022", &[]).await;
+    let socket = &served.socket;
 
-    let grpc_core = grpc_core_authority(&socket);
+    let grpc_core = grpc_core_authority(socket);
     let calls = raw_get_status(
-        &socket,
+        socket,
         &[Some(grpc_core.as_str()), None, Some("localhost"), Some("")],
     )
     .await
@@ -341,16 +358,13 @@ async fn grpc_core_authorities_on_the_unix_socket_get_a_real_status() {
 /// is answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_authority_fix_a_grpc_core_authority_is_refused_and_localhost_answered() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("cuzk.sock");
-    let listen = format!("unix://{}", socket.display());
-    let _daemon = Proc::start(dir.path(), &listen, "", "022", &[]);
-    let _ = common::connect(&listen).await;
+    let served = OnASocket::serving("", "022", &[]).await;
+    let socket = &served.socket;
 
-    let localhost = raw_get_status(&socket, &[Some("localhost")]).await.unwrap();
+    let localhost = raw_get_status(socket, &[Some("localhost")]).await.unwrap();
     assert_eq!(localhost[0].0, "0");
-    let grpc_core = grpc_core_authority(&socket);
-    let refused = raw_get_status(&socket, &[Some(grpc_core.as_str())]).await;
+    let grpc_core = grpc_core_authority(socket);
+    let refused = raw_get_status(socket, &[Some(grpc_core.as_str())]).await;
     assert!(
         refused.as_ref().is_err_and(|e| e.contains("error 1 ")),
         "{refused:?}"
@@ -365,17 +379,8 @@ async fn without_the_authority_fix_a_grpc_core_authority_is_refused_and_localhos
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_header_block_on_the_unix_socket_closes_that_connection_only() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("cuzk.sock");
-    let listen = format!("unix://{}", socket.display());
-    let daemon = Proc::start(
-        dir.path(),
-        &listen,
-        "unix_authority_fix = true",
-        "022",
-        &[("CUZK_AUTH_TOKEN", TOKEN)],
-    );
-    let _ = common::connect(&listen).await;
+    let served = OnASocket::serving("unix_authority_fix = true", "022", &[("CUZK_AUTH_TOKEN", TOKEN)]).await;
+    let (socket, daemon) = (&served.socket, &served.daemon);
 
     // A dynamic table size update whose integer is cut off, then one that
     // runs past fluke-hpack's five octets.
@@ -386,7 +391,7 @@ async fn a_malformed_header_block_on_the_unix_socket_closes_that_connection_only
         } else {
             &[0x3f, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x82]
         };
-        let mut stream = tokio::net::UnixStream::connect(&socket).await.unwrap();
+        let mut stream = tokio::net::UnixStream::connect(socket).await.unwrap();
         let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
         out.extend(frame(0x4, 0, 0, &[])); // SETTINGS
         out.extend(frame(0x1, 0x5, 1, block)); // HEADERS, END_HEADERS | END_STREAM
