@@ -113,15 +113,9 @@ pub fn run(args: GenArgs) -> anyhow::Result<()> {
 
 /// `--real`: see [`GenArgs::real`].
 fn run_real(spec: &cuzk_filecoin::structure::StructureSpec, args: &GenArgs) -> anyhow::Result<()> {
-    use anyhow::Context;
-    use cuzk_core::{PartitionData, PlanSource};
+    use cuzk_core::PartitionData;
     let dir = &args.out;
-    std::fs::create_dir_all(dir)?;
-    let request = cuzk_filecoin::structure::generate(spec)?.proof_request()?;
-    let plans = cuzk_filecoin::FilecoinPlans::new(dir.clone())
-        .with_environment()
-        .with_allow_unverifiable(true);
-    let plan = plans.plan(&request).context("not a Filecoin request")??;
+    let (_, plan) = crate::real_c2::generated_request_and_plan(spec, dir)?;
     let circuit_id = plan.circuit_id();
     let started = Instant::now();
     let PartitionData::Witness(first) = plan.synthesize_witness(0)? else {

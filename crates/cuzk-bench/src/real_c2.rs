@@ -27,6 +27,7 @@ use cuzk_core::{
 use cuzk_engine::{Engine, EngineConfig, JobStatus};
 use cuzk_filecoin::structure::{generate, StructureSpec};
 use cuzk_filecoin::FilecoinPlans;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -224,12 +225,7 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
     // No parameter file is read (the bench source serves its own), but the
     // Filecoin source wants a directory.
     let dir = std::env::temp_dir().join("cuzk-real-c2");
-    std::fs::create_dir_all(&dir)?;
-    let request = generate(&args.spec)?.proof_request()?;
-    let plans = FilecoinPlans::new(dir.clone())
-        .with_environment()
-        .with_allow_unverifiable(true);
-    let plan = plans.plan(&request).context("not a Filecoin request")??;
+    let (request, plan) = generated_request_and_plan(&args.spec, &dir)?;
     let circuit_id = plan.circuit_id();
 
     // The R1CS, recorded as the engine's synthesis would (and kept in the
@@ -267,14 +263,35 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
         passes.push(run_pass(
             &args,
             &setup,
-            FilecoinPlans::new(dir.clone())
-                .with_environment()
-                .with_allow_unverifiable(true)
-                .with_gadget_witness(pass.gadgets),
+            plans_for_generated(&dir).with_gadget_witness(pass.gadgets),
             *pass,
         )?);
     }
     report.write(&serde_json::json!({ "passes": passes }))
+}
+
+/// The Filecoin plans for a generated input (`--real`, real-c2): parameter
+/// files in `dir`, the environment's settings, and proofs that cannot
+/// verify allowed (a generated input's vanilla proofs do not: see
+/// `cuzk_filecoin::structure`).
+fn plans_for_generated(dir: &Path) -> FilecoinPlans {
+    FilecoinPlans::new(dir.to_path_buf())
+        .with_environment()
+        .with_allow_unverifiable(true)
+}
+
+/// The request `spec` generates and its plan ([`plans_for_generated`],
+/// `dir` created first).
+pub(crate) fn generated_request_and_plan(
+    spec: &StructureSpec,
+    dir: &Path,
+) -> anyhow::Result<(ProofRequest, Box<dyn ProofPlan>)> {
+    std::fs::create_dir_all(dir)?;
+    let request = generate(spec)?.proof_request()?;
+    let plan = plans_for_generated(dir)
+        .plan(&request)
+        .context("not a Filecoin request")??;
+    Ok((request, plan))
 }
 
 /// The parameter sections a circuit of this R1CS needs.
