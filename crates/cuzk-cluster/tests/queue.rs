@@ -12,18 +12,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn database_url() -> Option<String> {
-    match std::env::var("CUZK_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("CI must provide CUZK_TEST_DATABASE_URL (eval \"$(scripts/test-database.sh)\")")
-        }
-        _ => {
-            eprintln!("SKIPPED: no CUZK_TEST_DATABASE_URL (eval \"$(scripts/test-database.sh)\")");
-            None
-        }
-    }
-}
+mod database;
+use database::{database_url, drop_schema};
 
 /// A schema of this test's own, and `daemons` queues on it.
 struct Cluster {
@@ -55,15 +45,6 @@ impl Cluster {
         drop(self.daemons);
         drop_schema(&self.url, &self.schema).await;
     }
-}
-
-async fn drop_schema(url: &str, schema: &str) {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(connection);
-    client
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        .await
-        .unwrap();
 }
 
 fn job(request_id: &str, priority: i16, payload: u8) -> NewJob {

@@ -6,26 +6,12 @@
 //! without it the test says SKIPPED and passes, except under CI.
 
 use cuzk_cluster::{JobQueue, JobState, NewJob, Outcome};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod database;
+use database::{drop_schema, retry};
 
 const LEASE: Duration = Duration::from_secs(30);
-
-/// Retries `call` while the database is away (up to 60 s).
-macro_rules! retry {
-    ($call:expr) => {{
-        let started = Instant::now();
-        loop {
-            match $call {
-                Ok(value) => break value,
-                Err(e) if started.elapsed() < Duration::from_secs(60) => {
-                    eprintln!("database away ({e}); retrying");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-                Err(e) => panic!("the database did not come back: {e}"),
-            }
-        }
-    }};
-}
 
 #[tokio::test]
 async fn daemons_reconnect_after_a_database_restart_and_lose_nothing() {
@@ -65,11 +51,15 @@ async fn daemons_reconnect_after_a_database_restart_and_lose_nothing() {
     assert!(status.success(), "{restart}: {status}");
 
     // The holder finishes its job on a new connection; both drain the rest.
-    assert!(retry!(a.finish(&held.job_id, &Outcome::Completed(vec![0])).await));
+    assert!(retry!(
+        "database",
+        a.finish(&held.job_id, &Outcome::Completed(vec![0])).await
+    ));
     let mut finished = 1;
     for queue in [&a, &b] {
-        while let Some(job) = retry!(queue.claim(LEASE).await) {
+        while let Some(job) = retry!("database", queue.claim(LEASE).await) {
             assert!(retry!(
+                "database",
                 queue
                     .finish(&job.job_id, &Outcome::Completed(job.request.clone()))
                     .await
@@ -79,15 +69,8 @@ async fn daemons_reconnect_after_a_database_restart_and_lose_nothing() {
     }
     assert_eq!(finished, 10);
     for id in &ids {
-        let record = retry!(b.get(id).await).unwrap();
+        let record = retry!("database", b.get(id).await).unwrap();
         assert_eq!((record.state, record.attempts), (JobState::Completed, 1), "{id}");
     }
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        .await
-        .unwrap();
+    drop_schema(&url, &schema).await;
 }

@@ -8,9 +8,10 @@
 use cuzk_cluster::JobState;
 use cuzk_proto::v1 as pb;
 use cuzk_synthetic::SyntheticSpec;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
+use common::database::retry;
 use common::pool::Pool;
 use common::{check_proof, Client};
 
@@ -24,29 +25,12 @@ fn spec(seed: u64) -> SyntheticSpec {
     }
 }
 
-/// Retries `call` while the database (and so the daemons' queue) is away.
-macro_rules! retry {
-    ($call:expr) => {{
-        let started = Instant::now();
-        loop {
-            match $call {
-                Ok(value) => break value,
-                Err(e) if started.elapsed() < Duration::from_secs(60) => {
-                    eprintln!("pool away ({e}); retrying");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-                Err(e) => panic!("the pool did not come back: {e}"),
-            }
-        }
-    }};
-}
-
 async fn await_until_final(client: &mut Client, job: &str) -> pb::AwaitProofResponse {
     let request = || pb::AwaitProofRequest {
         job_id: job.to_string(),
         timeout_ms: 120_000,
     };
-    retry!(client.await_proof(request()).await).into_inner()
+    retry!("pool", client.await_proof(request()).await).into_inner()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -93,7 +77,7 @@ async fn daemons_ride_out_a_database_restart_and_lose_nothing() {
     for (i, (s, job)) in jobs.iter().enumerate() {
         let response = await_until_final(&mut daemons[(i + 1) % 3].client(), job).await;
         check_proof(pool.params_dir(), s, &response);
-        let record = retry!(pool.queue.get(job).await).unwrap();
+        let record = retry!("pool", pool.queue.get(job).await).unwrap();
         assert_eq!(record.state, JobState::Completed, "{job}");
     }
     pool.end().await;

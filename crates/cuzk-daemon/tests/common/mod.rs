@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses part of it
 
+#[path = "../../../cuzk-cluster/tests/database/mod.rs"]
+pub mod database;
 pub mod pool;
 
 use cuzk_proto::v1::{self as pb, proving_engine_client::ProvingEngineClient};

@@ -4,22 +4,10 @@
 //! at the end. Without the variable the tests say SKIPPED and pass, except
 //! under CI (`CI` set), where a missing database is a failure.
 
+use super::database::{database_url, drop_schema};
 use super::{Daemon, Listen};
 use cuzk_cluster::{JobQueue, JobRecord};
 use std::path::{Path, PathBuf};
-
-pub fn database_url() -> Option<String> {
-    match std::env::var("CUZK_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("CI must provide CUZK_TEST_DATABASE_URL (eval \"$(scripts/test-database.sh)\")")
-        }
-        _ => {
-            eprintln!("SKIPPED: no CUZK_TEST_DATABASE_URL (eval \"$(scripts/test-database.sh)\")");
-            None
-        }
-    }
-}
 
 /// One pool at a time per test binary: three daemons each on two cores are
 /// plenty.
@@ -99,15 +87,6 @@ impl Pool {
     pub async fn end(self) {
         drop_schema(&self.url, &self.schema).await;
     }
-}
-
-async fn drop_schema(url: &str, schema: &str) {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(connection);
-    client
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        .await
-        .unwrap();
 }
 
 /// Proofs this daemon's own engine completed (its share of the pool's work).
