@@ -3,22 +3,16 @@
 //! the daemon binary. (`doctor` is cuzk-ctl's: crates/cuzk-ctl/tests.)
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
+
+#[path = "../../cuzk-ctl/tests/common/mod.rs"]
+mod common;
 
 const BENCH: &str = env!("CARGO_BIN_EXE_cuzk-bench");
 
 fn run(args: &[&str]) -> Output {
-    let out = Command::new(BENCH)
-        .args(args)
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .env("CUZK_LOG", "error")
-        .output()
-        .unwrap();
-    println!("$ cuzk-bench {}", args.join(" "));
-    println!("{}", String::from_utf8_lossy(&out.stdout));
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-    out
+    common::run(BENCH, "cuzk-bench", args)
 }
 
 fn read_report(path: &Path, command: &str) -> Value {
@@ -170,30 +164,16 @@ fn single_writes_its_proof_as_json() {
     assert!(!results["job_id"].as_str().unwrap().is_empty());
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The daemon binary beside this one, when the workspace built it.
-fn daemon_binary() -> Option<PathBuf> {
-    let path = Path::new(BENCH).with_file_name("cuzk-daemon");
-    path.is_file().then_some(path)
-}
-
 /// Issue 36: `cold-start` spawns the daemon with a config, proves one
 /// request, stops the daemon and reports the time from its start.
 #[test]
 fn cold_start_reports_the_first_proof_from_the_daemons_start() {
-    let Some(daemon) = daemon_binary() else {
+    let Some(daemon) = common::daemon_beside(BENCH) else {
         println!("SKIPPED: no cuzk-daemon beside cuzk-bench (cargo build -p cuzk-daemon)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let addr = format!("127.0.0.1:{}", free_port());
+    let addr = format!("127.0.0.1:{}", common::free_port());
     let config = dir.path().join("cuzk.toml");
     std::fs::write(
         &config,

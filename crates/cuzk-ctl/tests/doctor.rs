@@ -4,22 +4,16 @@
 //! running daemon found; its `--json` report (docs/bench/SCHEMA.md).
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
+
+mod common;
+use common::free_port;
 
 const CTL: &str = env!("CARGO_BIN_EXE_cuzk-ctl");
 
 fn run(args: &[&str]) -> Output {
-    let out = Command::new(CTL)
-        .args(args)
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .env("CUZK_LOG", "error")
-        .output()
-        .unwrap();
-    println!("$ cuzk-ctl {}", args.join(" "));
-    println!("{}", String::from_utf8_lossy(&out.stdout));
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-    out
+    common::run(CTL, "cuzk-ctl", args)
 }
 
 /// The doctor's report: the fixed part of the bench's schema, named for
@@ -50,14 +44,6 @@ fn fake_params(path: &Path, inputs: u32, sections: [u32; 5]) {
 
 fn official(name: &str) -> String {
     cuzk_filecoin::names::official_id(name).unwrap().unwrap()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
@@ -175,15 +161,9 @@ fn doctor_reads_the_curio_host_config() {
     assert!(!text.contains("] daemon"), "--no-daemon: {text}");
 }
 
-/// The daemon binary beside this one, when the workspace built it.
-fn daemon_binary() -> Option<PathBuf> {
-    let path = Path::new(CTL).with_file_name("cuzk-daemon");
-    path.is_file().then_some(path)
-}
-
 #[test]
 fn doctor_reports_a_running_daemon() {
-    let Some(daemon) = daemon_binary() else {
+    let Some(daemon) = common::daemon_beside(CTL) else {
         println!("SKIPPED: no cuzk-daemon beside cuzk-ctl (cargo build -p cuzk-daemon)");
         return;
     };
