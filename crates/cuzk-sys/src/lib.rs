@@ -36,6 +36,63 @@ pub fn map_readonly(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(file) }
 }
 
+/// Values a file holds as this machine holds them in memory (plain
+/// little-endian words, no padding), so a map of the file can be read as
+/// them in place.
+pub trait MappedValue: Copy + sealed::Sealed {}
+impl MappedValue for u32 {}
+impl MappedValue for gpu::R1csEntry {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for super::gpu::R1csEntry {}
+}
+
+/// `len` values at a byte offset of a read-only map, read in place (no
+/// copy, no memory of their own beyond the file's pages): a compiled
+/// R1CS read from its file. As for [`map_readonly`], the file must not
+/// change while it is mapped.
+#[derive(Clone)]
+pub struct MappedSlice<T> {
+    map: std::sync::Arc<memmap2::Mmap>,
+    offset: usize,
+    len: usize,
+    values: std::marker::PhantomData<T>,
+}
+
+impl<T: MappedValue> MappedSlice<T> {
+    /// The values at `offset`; `None` where they would not be `T`s as this
+    /// machine holds them: past the map's end, not aligned for `T`, or on
+    /// a big-endian machine (the caller decodes them instead).
+    pub fn new(map: std::sync::Arc<memmap2::Mmap>, offset: usize, len: usize) -> Option<Self> {
+        let end = len.checked_mul(std::mem::size_of::<T>())?.checked_add(offset)?;
+        let aligned = (map.as_ptr() as usize).checked_add(offset)? % std::mem::align_of::<T>() == 0;
+        (cfg!(target_endian = "little") && end <= map.len() && aligned).then_some(Self {
+            map,
+            offset,
+            len,
+            values: std::marker::PhantomData,
+        })
+    }
+
+    /// The values.
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: `new` checked that the `len` values lie inside the map
+        // and are aligned for `T`, which (sealed: `u32` and the two-`u32`
+        // `repr(C)` entry) any bytes are a valid value of on a
+        // little-endian machine; the map is read-only and lives as long as
+        // `self`.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(self.offset).cast::<T>(), self.len) }
+    }
+}
+
+impl<T> std::fmt::Debug for MappedSlice<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MappedSlice({} values at byte {})", self.len, self.offset)
+    }
+}
+
 pub mod gpu;
 pub mod poseidon_lanes;
 

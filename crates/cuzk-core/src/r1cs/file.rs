@@ -6,8 +6,8 @@
 //! - header: the magic `CUZKR1CS`, the format version ([`FORMAT_VERSION`]),
 //!   the key's length and bytes (the circuit id, a newline, then what
 //!   shapes the circuit: the versions of the crates that build it, given by
-//!   the caller), the counts (inputs, aux, constraints, each matrix's
-//!   nonzeros, coefficients, namespace bytes);
+//!   the caller), zeros to a multiple of 8 bytes, the counts (inputs, aux,
+//!   constraints, each matrix's nonzeros, coefficients, namespace bytes);
 //! - body: each matrix's row offsets then entries (A, B, C), the
 //!   coefficients (32 bytes each, canonical), the namespaces;
 //! - trailer: the body's checksum (BLAKE2b-256 of the BLAKE2b-256 digests of
@@ -17,21 +17,24 @@
 //! A file is written to a temporary name in the same directory and renamed
 //! into place, so a reader (another process sharing the directory
 //! included) sees the whole file or none. It is read through a read-only
-//! map, its sections decoded on all cores. Nothing read is trusted: the
+//! map: the matrices are used in place (the body starts 8-byte aligned, so
+//! on a little-endian machine their words are the values), the rest
+//! decoded on all cores. Nothing read is trusted: the
 //! length, the key, the version and the checksum are checked, then every
 //! row offset, variable index and coefficient, and the density bitmaps are
 //! computed from the matrices rather than read.
 
-use super::{CompiledR1cs, Entry, NamespaceStart, SparseMatrix, INPUT_BIT, MINUS_ONE_ID, ONE_ID};
+use super::{CompiledR1cs, Entry, NamespaceStart, SparseMatrix, Values, INPUT_BIT, MINUS_ONE_ID, ONE_ID};
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Bumped whenever the layout or what the recorder writes into it
 /// changes: a file of another version is stale.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 const MAGIC: &[u8; 8] = b"CUZKR1CS";
 const END: &[u8; 8] = b"CUZKEND!";
@@ -41,6 +44,12 @@ const BLOCK: usize = 64 << 20;
 const DIGEST: usize = 32;
 /// Header bytes after the key: eight counts.
 const COUNTS: usize = 8 * 8;
+
+/// Zeros after a key of `key_len` bytes, so the counts and the body start
+/// 8-byte aligned in the file (and in a map of it).
+fn key_padding(key_len: usize) -> usize {
+    (8 - (MAGIC.len() + 8 + key_len) % 8) % 8
+}
 
 /// Why a file was not used.
 #[derive(Debug, thiserror::Error)]
@@ -275,6 +284,7 @@ impl CompiledR1cs {
         out.write_all(&FORMAT_VERSION.to_le_bytes()).map_err(io)?;
         out.write_all(&(key.len() as u32).to_le_bytes()).map_err(io)?;
         out.write_all(key.as_bytes()).map_err(io)?;
+        out.write_all(&[0; 8][..key_padding(key.len())]).map_err(io)?;
         out.write_all(&Counts::of(self, namespaces.len()).to_bytes())
             .map_err(io)?;
         let mut body = BodyWriter {
@@ -327,7 +337,7 @@ impl CompiledR1cs {
         if len < (MAGIC.len() + 8) as u64 {
             return Err(R1csFileError::Truncated { len, expected: 0 });
         }
-        let map = cuzk_sys::map_readonly(&file).map_err(io)?;
+        let map = Arc::new(cuzk_sys::map_readonly(&file).map_err(io)?);
         let _ = map.advise(memmap2::Advice::WillNeed);
         decode(&map, circuit_id, shape)
     }
@@ -340,7 +350,41 @@ fn take<'a>(bytes: &mut &'a [u8], n: usize) -> &'a [u8] {
     head
 }
 
-fn decode(bytes: &[u8], circuit_id: &str, shape: &str) -> Result<CompiledR1cs, R1csFileError> {
+/// `count` values at the front of `rest` (a part of `map`), taken off it:
+/// in place where they can be read as they lie, else each decoded from its
+/// bytes by `decode`, on all cores.
+fn section<T: cuzk_sys::MappedValue + Send>(
+    map: &Arc<memmap2::Mmap>,
+    rest: &mut &[u8],
+    count: usize,
+    decode: impl Fn(&[u8]) -> T + Sync + Send,
+) -> Values<T> {
+    let offset = rest.as_ptr() as usize - map.as_ptr() as usize;
+    let bytes = take(rest, count * std::mem::size_of::<T>());
+    match cuzk_sys::MappedSlice::new(Arc::clone(map), offset, count) {
+        Some(mapped) => Values::Mapped(mapped),
+        None => Values::Owned(
+            bytes
+                .par_chunks_exact(std::mem::size_of::<T>())
+                .map(decode)
+                .collect(),
+        ),
+    }
+}
+
+fn u32_le(bytes: &[u8]) -> u32 {
+    u32::from_le_bytes(bytes.try_into().expect("4 bytes"))
+}
+
+fn entry_le(bytes: &[u8]) -> Entry {
+    Entry {
+        variable: u32_le(&bytes[..4]),
+        coefficient: u32_le(&bytes[4..]),
+    }
+}
+
+fn decode(map: &Arc<memmap2::Mmap>, circuit_id: &str, shape: &str) -> Result<CompiledR1cs, R1csFileError> {
+    let bytes: &[u8] = map;
     let len = bytes.len() as u64;
     let cut = || R1csFileError::Truncated { len, expected: 0 };
     let mut rest = bytes;
@@ -354,10 +398,11 @@ fn decode(bytes: &[u8], circuit_id: &str, shape: &str) -> Result<CompiledR1cs, R
         )));
     }
     let key_len = u32::from_le_bytes(take(&mut rest, 4).try_into().expect("4 bytes")) as usize;
-    if rest.len() < key_len + COUNTS {
+    if rest.len() < key_len + key_padding(key_len) + COUNTS {
         return Err(cut());
     }
     let found = String::from_utf8_lossy(take(&mut rest, key_len)).into_owned();
+    take(&mut rest, key_padding(key_len));
     let (found_id, found_shape) = found.split_once('\n').unwrap_or((&found, ""));
     if found_id != circuit_id {
         return Err(R1csFileError::WrongCircuit {
@@ -400,17 +445,8 @@ fn decode(bytes: &[u8], circuit_id: &str, shape: &str) -> Result<CompiledR1cs, R
     let mut matrices = Vec::with_capacity(3);
     for nonzeros in counts.nonzeros {
         let nonzeros = size(nonzeros)?;
-        let row_starts: Vec<u32> = take(&mut rest, (rows + 1) * 4)
-            .par_chunks_exact(4)
-            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
-            .collect();
-        let entries: Vec<Entry> = take(&mut rest, nonzeros * 8)
-            .par_chunks_exact(8)
-            .map(|b| Entry {
-                variable: u32::from_le_bytes(b[..4].try_into().expect("4 bytes")),
-                coefficient: u32::from_le_bytes(b[4..].try_into().expect("4 bytes")),
-            })
-            .collect();
+        let row_starts = section(map, &mut rest, rows + 1, u32_le);
+        let entries = section(map, &mut rest, nonzeros, entry_le);
         let offsets_fit = row_starts.first() == Some(&0)
             && row_starts.last().map(|&n| n as usize) == Some(nonzeros)
             && row_starts.par_windows(2).all(|w| w[0] <= w[1]);
@@ -461,6 +497,47 @@ mod tests {
     use super::*;
     use crate::SyntheticCircuit;
 
+    /// A read file's matrices are the file's pages (no copy), equal to
+    /// what was recorded; the rest is decoded.
+    #[test]
+    fn r1cs_file_matrices_are_read_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("circuit-a.r1cs");
+        for id in ["circuit-a", "a longer circuit id, of another length mod 8"] {
+            let recorded =
+                CompiledR1cs::record(SyntheticCircuit::new(300, vec![Scalar::from(5u64); 3], 2).unwrap())
+                    .unwrap();
+            recorded.write_file(&path, id, "shape 1").unwrap();
+            let read = CompiledR1cs::read_file(&path, id, "shape 1").unwrap();
+            assert!(read == recorded, "{id}");
+            for matrix in [&read.a, &read.b, &read.c] {
+                assert_eq!(
+                    matches!(matrix.row_starts, Values::Mapped(_))
+                        && matches!(matrix.entries, Values::Mapped(_)),
+                    cfg!(target_endian = "little"),
+                    "{id}: {matrix:?}"
+                );
+            }
+        }
+    }
+
+    /// Values that cannot be read where they lie (here: not aligned for a
+    /// word) are decoded instead, to the same values.
+    #[test]
+    fn r1cs_file_sections_not_aligned_are_decoded() {
+        let mut file = tempfile::tempfile().unwrap();
+        let words: Vec<u32> = (0..1000).map(|i| i * 7 + 1).collect();
+        let mut bytes = vec![0u8];
+        bytes.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+        file.write_all(&bytes).unwrap();
+        let map = Arc::new(cuzk_sys::map_readonly(&file).unwrap());
+        let mut misaligned = &map[1..];
+        let values = section(&map, &mut misaligned, words.len(), u32_le);
+        assert!(matches!(values, Values::Owned(_)), "{values:?}");
+        assert_eq!(*values, words[..]);
+        assert!(misaligned.is_empty(), "the section taken off");
+    }
+
     /// A file whose checksum holds (written from a broken R1CS) but whose
     /// entries name a variable the circuit lacks is refused, not used.
     #[test]
@@ -472,11 +549,11 @@ mod tests {
                 .unwrap();
         broken.write_file(&path, "circuit-a", "shape 1").unwrap();
         assert!(CompiledR1cs::read_file(&path, "circuit-a", "shape 1").unwrap() == broken);
-        broken.a.entries[3].variable = broken.num_aux as u32 + 10;
+        broken.a.entries.owned()[3].variable = broken.num_aux as u32 + 10;
         broken.write_file(&path, "circuit-a", "shape 1").unwrap();
         let read = CompiledR1cs::read_file(&path, "circuit-a", "shape 1");
         assert!(matches!(read, Err(R1csFileError::Malformed(_))), "{read:?}");
-        broken.a.entries[3].variable = 0;
+        broken.a.entries.owned()[3].variable = 0;
         broken.coefficients[1] = Scalar::ONE.double();
         broken.write_file(&path, "circuit-a", "shape 1").unwrap();
         let read = CompiledR1cs::read_file(&path, "circuit-a", "shape 1");

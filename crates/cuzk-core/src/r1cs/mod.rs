@@ -161,6 +161,81 @@ impl EntryExt for Entry {
     }
 }
 
+/// A matrix's offsets or entries: built in memory (recorded), or read in
+/// place from a mapped R1CS file (no copy: a WindowPoSt 32 GiB circuit's
+/// 10 GiB stay the file's pages, which the kernel may drop and read back,
+/// not memory of the process's own).
+#[derive(Clone)]
+enum Values<T> {
+    Owned(Vec<T>),
+    Mapped(cuzk_sys::MappedSlice<T>),
+}
+
+impl<T: cuzk_sys::MappedValue> std::ops::Deref for Values<T> {
+    type Target = [T];
+    #[inline]
+    fn deref(&self) -> &[T] {
+        match self {
+            Self::Owned(values) => values,
+            Self::Mapped(values) => values.as_slice(),
+        }
+    }
+}
+
+impl<T: cuzk_sys::MappedValue> Values<T> {
+    /// The vector to build on (a mapped one copied into memory first).
+    #[inline]
+    fn owned(&mut self) -> &mut Vec<T> {
+        if let Self::Mapped(values) = self {
+            *self = Self::Owned(values.as_slice().to_vec());
+        }
+        match self {
+            Self::Owned(values) => values,
+            Self::Mapped(_) => unreachable!("made owned above"),
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        if let Self::Owned(values) = self {
+            values.shrink_to_fit();
+        }
+    }
+
+    /// Bytes the values take: a vector's capacity, a map's values.
+    fn bytes(&self) -> usize {
+        std::mem::size_of::<T>()
+            * match self {
+                Self::Owned(values) => values.capacity(),
+                Self::Mapped(values) => values.as_slice().len(),
+            }
+    }
+}
+
+impl<T> From<Vec<T>> for Values<T> {
+    fn from(values: Vec<T>) -> Self {
+        Self::Owned(values)
+    }
+}
+
+impl<T: cuzk_sys::MappedValue + PartialEq> PartialEq for Values<T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: cuzk_sys::MappedValue + Eq> Eq for Values<T> {}
+
+impl<T: cuzk_sys::MappedValue> std::fmt::Debug for Values<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = if matches!(self, Self::Mapped(_)) {
+            "mapped"
+        } else {
+            "owned"
+        };
+        write!(f, "{} values ({kind})", self.len())
+    }
+}
+
 /// A sparse matrix in compressed sparse row form.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct SparseMatrix {
@@ -168,15 +243,15 @@ struct SparseMatrix {
     /// 32-bit: a matrix of the largest Filecoin circuits (130 M
     /// constraints) holds a few hundred million nonzeros, and at 8 bytes the
     /// offsets would be a third of the compiled size.
-    row_starts: Vec<u32>,
-    entries: Vec<Entry>,
+    row_starts: Values<u32>,
+    entries: Values<Entry>,
 }
 
 impl Default for SparseMatrix {
     fn default() -> Self {
         Self {
-            row_starts: vec![0],
-            entries: Vec::new(),
+            row_starts: vec![0].into(),
+            entries: Vec::new().into(),
         }
     }
 }
@@ -193,7 +268,8 @@ impl SparseMatrix {
     /// Closes the row whose entries were pushed since the last call; `None`
     /// once the matrix holds more nonzeros than a 32-bit offset reaches.
     fn end_row(&mut self) -> Option<()> {
-        self.row_starts.push(u32::try_from(self.entries.len()).ok()?);
+        let nonzeros = u32::try_from(self.entries.len()).ok()?;
+        self.row_starts.owned().push(nonzeros);
         Some(())
     }
 
@@ -202,9 +278,10 @@ impl SparseMatrix {
         self.entries.shrink_to_fit();
     }
 
+    /// Bytes the matrix holds (read in place from a file: the file's bytes
+    /// it covers, counted as held while the circuit is).
     fn heap_bytes(&self) -> usize {
-        self.row_starts.capacity() * std::mem::size_of::<u32>()
-            + self.entries.capacity() * std::mem::size_of::<Entry>()
+        self.row_starts.bytes() + self.entries.bytes()
     }
 }
 
@@ -728,12 +805,12 @@ fn densities(
         DensityBitmap::zeros(num_inputs),
         DensityBitmap::zeros(num_aux),
     );
-    for entry in &a.entries {
+    for entry in a.entries.iter() {
         if entry.variable & INPUT_BIT == 0 {
             a_aux.set(entry.variable as usize);
         }
     }
-    for entry in &b.entries {
+    for entry in b.entries.iter() {
         let index = (entry.variable & !INPUT_BIT) as usize;
         match entry.variable & INPUT_BIT {
             0 => b_aux.set(index),
@@ -821,7 +898,10 @@ where
         }
         Ok(())
     })?;
-    Ok(SparseMatrix { row_starts, entries })
+    Ok(SparseMatrix {
+        row_starts: row_starts.into(),
+        entries: entries.into(),
+    })
 }
 
 /// `value * coefficient`, skipping the multiplication when the value is 0 or
@@ -925,7 +1005,7 @@ fn push_row(
             density.set(index);
         }
         match table.id(coeff).and_then(|id| Entry::new(variable.0, id)) {
-            Some(entry) => matrix.entries.push(entry),
+            Some(entry) => matrix.entries.owned().push(entry),
             None => {
                 too_large.get_or_insert_with(|| {
                     format!(

@@ -394,7 +394,10 @@ fn merge_matrix(
         }
     }
     row_starts[rows] = nonzeros as u32;
-    Some(SparseMatrix { row_starts, entries })
+    Some(SparseMatrix {
+        row_starts: row_starts.into(),
+        entries: entries.into(),
+    })
 }
 
 /// The units whose whole recordings are compared: 0, 1, the last, and
