@@ -29,6 +29,9 @@
 #                                       and without, and Poseidon one hash at a time beside the
 #                                       IFMA lanes (real-synthesis --native-only); BESIDE: other
 #                                       bench builds (.xz) run in turn, side by side
+#                                       PATHS_ON_DEVICE=1: PoSt paths left to the prover (the host's part)
+#   scripts/gpu-run.sh paths            a WindowPoSt partition's paths finished on the device beside the
+#                                       host (gpu-paths), RUNS (3)
 #   scripts/gpu-run.sh realc2           real-circuit C2 through the engine (real-c2), PASSES
 #                                       (witness:3,host:1) in one process, BUDGET GiB (100),
 #                                       a timeline chart per pass; REALC2_ARGS: more flags
@@ -171,13 +174,20 @@ PY
             [ "$b" = "$bin" ] || name=$name-$(basename "$b")
             pool=; [ "$threads" = default ] || pool=$threads
             GLIBC_TUNABLES=$tunables RAYON_NUM_THREADS=$pool timeout "${WITNESS_TIMEOUT:-300}" "$b" real-synthesis \
-              --proof "$proof" --native-only "${RUNS:-3}" >"$out/$name.json" 2>"$out/$name.log"
+              --proof "$proof" --native-only "${RUNS:-3}" ${PATHS_ON_DEVICE:+--paths-on-device} \
+              >"$out/$name.json" 2>"$out/$name.log"
             echo "$name exit: $?"; tail -3 "$out/$name.log"
             cat "$out/$name.json"
           done
         done
       done
     done
+    ;;
+  paths)
+    # A WindowPoSt 32 GiB partition's inclusion paths (random values)
+    # finished on the device beside the host's writer (cuzk-bench gpu-paths).
+    timeout "${PATHS_TIMEOUT:-420}" "$bin" gpu-paths --runs "${RUNS:-3}" >"$out/gpu-paths.json" 2>"$out/gpu-paths.log"
+    echo "gpu-paths exit: $?"; tail -5 "$out/gpu-paths.log"; cat "$out/gpu-paths.json"
     ;;
   realc2)
     ( while sleep 2; do nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader; done ) \

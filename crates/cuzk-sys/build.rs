@@ -7,6 +7,21 @@ mod limits {
 
 fn main() {
     println!("cargo:rerun-if-changed=cuda");
+    // The path kernel's arithmetic for the host (measurement: the check of
+    // its logic without a GPU), over blst's field.
+    #[cfg(feature = "measurement")]
+    {
+        let blst = std::env::var("DEP_BLST_BINDINGS").expect("blst's bindings directory");
+        cc::Build::new()
+            .cpp(true)
+            .std("c++17")
+            .include(blst)
+            .opt_level(2)
+            // The kernel's unroll hints mean nothing here.
+            .flag_if_supported("-Wno-unknown-pragmas")
+            .file("cuda/paths_host.cpp")
+            .compile("cuzk_paths_host");
+    }
     println!("cargo:rerun-if-changed=src/gpu/limits.rs");
     println!("cargo:rerun-if-env-changed=NVCC_APPEND_FLAGS");
     // Only with the `cuda` feature (nothing to do otherwise).

@@ -229,6 +229,7 @@ impl ProofArgs {
                 true,
                 false,
                 false,
+                false,
                 std::sync::Arc::new(cuzk_core::R1csStore::memory_only()),
             )?;
             let plan = sources

@@ -91,6 +91,7 @@ impl Client {
                     true,
                     false,
                     target.allow_unverifiable,
+                    false,
                     Arc::new(cuzk_core::R1csStore::in_dir(&param_cache)),
                 )?,
             };

@@ -12,6 +12,7 @@ mod compare;
 mod fixtures;
 mod gen;
 mod gpu;
+mod gpu_paths;
 mod observe;
 mod params;
 mod real_c2;
@@ -44,6 +45,9 @@ enum Command {
     CompareCpu(compare::CompareArgs),
     /// GPU partition prove time at full scale, optionally beside supraseal-c2.
     GpuBench(gpu::BenchArgs),
+    /// A WindowPoSt partition's inclusion paths finished on the GPU beside
+    /// the host's writer (random values of the 32 GiB tree's shape).
+    GpuPaths(gpu_paths::GpuPathsArgs),
     /// Write a synthetic parameter file of a production shape (streamed).
     GenSrs(gen::GenArgs),
     /// Seal a sector on the CPU; write real C1/PoSt/SnapDeals request files.
@@ -87,6 +91,7 @@ fn main() -> anyhow::Result<()> {
     let command = match command {
         Command::CompareCpu(args) => return compare::run(args),
         Command::GpuBench(args) => return gpu::bench(args),
+        Command::GpuPaths(args) => return gpu_paths::run(args),
         Command::GenSrs(args) => return gen::run(args),
         Command::Fixtures(args) => return fixtures::run(args),
         Command::GenParams(args) => return params::run(args),
@@ -103,6 +108,7 @@ fn main() -> anyhow::Result<()> {
             Command::Batch(args) => batch::run(args).await,
             Command::CompareCpu(_)
             | Command::GpuBench(_)
+            | Command::GpuPaths(_)
             | Command::GenSrs(_)
             | Command::Fixtures(_)
             | Command::GenParams(_)

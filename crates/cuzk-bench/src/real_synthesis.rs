@@ -62,6 +62,10 @@ pub struct RealSynthesisArgs {
     /// (where the processor has AVX-512 IFMA), on one thread.
     #[arg(long)]
     native_only: Option<usize>,
+    /// With --native-only: PoSt witnesses leave their paths' values to
+    /// the prover (`[gpus] post_paths_on_device`): the host's part alone.
+    #[arg(long)]
+    paths_on_device: bool,
 }
 
 /// This process's CPU seconds (user + system) from /proc/self/stat, in
@@ -488,7 +492,10 @@ pub fn run(args: RealSynthesisArgs) -> anyhow::Result<()> {
         out.insert("poseidon_arity8".into(), poseidon_rates());
         let out = structure::with_partition_circuit(
             &request,
-            ALLOW.with_environment(),
+            PlanOptions {
+                paths_on_device: args.paths_on_device,
+                ..ALLOW.with_environment()
+            },
             args.partition,
             NativeOnly { runs, out },
         )?;
@@ -545,8 +552,9 @@ impl CircuitWork for NativeOnly {
                 let witness = native(spares)
                     .ok_or_else(|| PlanError::Synthesis("this proof type has no native writer".into()))??;
                 let aux = witness.aux.len();
+                let left_paths = witness.left.as_ref().map_or(0, |l| l.paths.len());
                 drop(witness);
-                runs.push(t.stop(json!({ "aux": aux })));
+                runs.push(t.stop(json!({ "aux": aux, "paths_left_to_the_prover": left_paths })));
             }
             self.out.insert(key.into(), json!(runs));
         }

@@ -39,6 +39,7 @@ pub mod packed;
 #[cfg(feature = "bench-circuits")]
 pub mod param_cache;
 pub mod params;
+pub mod paths;
 pub mod plan;
 pub mod r1cs;
 pub mod r1cs_cache;

@@ -257,6 +257,7 @@ impl ShapedCircuit {
             Witness {
                 inputs: self.inputs_of(value_seed),
                 aux: PackedScalars::concat(&pieces),
+                left: None,
             }
         })
     }

@@ -434,7 +434,7 @@ fn device_sparse_products_equal_the_host() {
         let case = witness_case(n, n as u64);
         let device = GpuR1cs::upload(gpu.ordinal(), &case.r1cs.device_upload()).unwrap();
         let [a, b, c] = device
-            .evaluate(&case.witness.inputs, case.witness.aux.device_view())
+            .evaluate(&case.witness.inputs, case.witness.aux.device_view(), None)
             .unwrap();
         assert_eq!(a, case.assignment.a, "n={n}: a");
         assert_eq!(b, case.assignment.b, "n={n}: b");
@@ -487,7 +487,7 @@ fn shaped_witness_path_proofs_equal_the_cpu_backend() {
         };
         let device = GpuR1cs::upload(gpu.ordinal(), &case.r1cs.device_upload()).unwrap();
         let [a, b, c] = device
-            .evaluate(&case.witness.inputs, case.witness.aux.device_view())
+            .evaluate(&case.witness.inputs, case.witness.aux.device_view(), None)
             .unwrap();
         assert_eq!(
             (&a, &b, &c),

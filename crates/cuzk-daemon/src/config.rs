@@ -233,6 +233,10 @@ pub struct GpusSection {
     /// memory) receives no work while another device can take it; the
     /// partition is proved there.
     pub quarantine_secs: u64,
+    /// PoSt witnesses leave their inclusion paths' values to the GPUs
+    /// (`cuzk_filecoin::PlanOptions::paths_on_device`), when every prover
+    /// is a GPU with the witness path.
+    pub post_paths_on_device: bool,
 }
 
 impl Default for GpusSection {
@@ -245,6 +249,7 @@ impl Default for GpusSection {
             srs_residency: "auto".into(),
             memory_cap: ByteSize::Bytes(0),
             quarantine_secs: 60,
+            post_paths_on_device: false,
         }
     }
 }

@@ -29,21 +29,33 @@ impl EngineSetup {
             .srs_residency
             .parse()
             .context("[gpus] srs_residency")?;
+        let backends = if config.gpus.enabled {
+            gpu_backends(&config.gpus.devices, residency, config.gpu_memory_cap()?)
+        } else {
+            tracing::warn!("[gpus] enabled = false: proving on the CPU");
+            vec![Arc::new(CpuBackend) as Arc<dyn ProverBackend>]
+        };
+        // Paths left to the provers only where every one writes them on
+        // its device (a CPU prover would write them slower than the host's
+        // own writer).
+        let paths_on_device = config.gpus.post_paths_on_device && backends.iter().all(|b| b.takes_witness());
+        if config.gpus.post_paths_on_device && !paths_on_device {
+            tracing::warn!(
+                "[gpus] post_paths_on_device: not every prover is a GPU with the witness path; off"
+            );
+        }
+        let sources = plan_sources(
+            param_dir,
+            config.benchmark.synthetic,
+            config.srs.verify_points == crate::config::VerifyPoints::Full,
+            config.benchmark.allow_unverifiable,
+            paths_on_device,
+            Arc::new(config.r1cs_store(param_dir)),
+        )?;
         Ok(Self {
             config: config.engine_config()?,
-            backends: if config.gpus.enabled {
-                gpu_backends(&config.gpus.devices, residency, config.gpu_memory_cap()?)
-            } else {
-                tracing::warn!("[gpus] enabled = false: proving on the CPU");
-                vec![Arc::new(CpuBackend)]
-            },
-            sources: plan_sources(
-                param_dir,
-                config.benchmark.synthetic,
-                config.srs.verify_points == crate::config::VerifyPoints::Full,
-                config.benchmark.allow_unverifiable,
-                Arc::new(config.r1cs_store(param_dir)),
-            )?,
+            backends,
+            sources,
         })
     }
 
@@ -86,6 +98,8 @@ pub fn gpu_backends(
 /// `allow_unverifiable` (`[benchmark] allow_unverifiable`) lets the Filecoin
 /// source prove requests whose vanilla proofs do not verify, skipping their
 /// verification (`cuzk_filecoin::PlanOptions`); off, they are refused.
+/// `paths_on_device` (`[gpus] post_paths_on_device`, where every prover
+/// is a GPU) has PoSt witnesses leave their paths' values to the GPUs.
 /// `r1cs_store` keeps the Filecoin circuits' compiled R1CS files
 /// (`[srs] r1cs_cache`).
 pub fn plan_sources(
@@ -93,6 +107,7 @@ pub fn plan_sources(
     benchmark: bool,
     full_point_check: bool,
     allow_unverifiable: bool,
+    paths_on_device: bool,
     r1cs_store: Arc<R1csStore>,
 ) -> anyhow::Result<Vec<Arc<dyn PlanSource>>> {
     let mut sources: Vec<Arc<dyn PlanSource>> = Vec::new();
@@ -124,6 +139,7 @@ pub fn plan_sources(
             .with_environment()
             .with_full_point_check(full_point_check)
             .with_allow_unverifiable(allow_unverifiable)
+            .with_paths_on_device(paths_on_device)
             .with_r1cs_store(r1cs_store)
             .with_r1cs_cache(r1cs_cache),
     ));

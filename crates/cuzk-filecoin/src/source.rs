@@ -122,6 +122,19 @@ impl FilecoinPlans {
         }
     }
 
+    /// `on_device`: PoSt witnesses leave their paths' values to the
+    /// provers' GPUs (see [`PlanOptions::paths_on_device`]); the daemon's
+    /// setup sets it when its provers are GPUs with the witness path.
+    pub fn with_paths_on_device(self, on_device: bool) -> Self {
+        Self {
+            options: PlanOptions {
+                paths_on_device: on_device,
+                ..self.options
+            },
+            ..self
+        }
+    }
+
     /// How this source plans requests.
     pub fn options(&self) -> &PlanOptions {
         &self.options

@@ -53,8 +53,12 @@ fn post_request(kind: ProofKind, file: &str) -> ProofRequest {
 /// s; the plan's whole-proof check (bellperson's verifier, then
 /// filecoin-proofs') accepts it and rejects a tampered one.
 fn check_against_bellperson(request: &ProofRequest, expected_constraints: usize) {
+    check_against_bellperson_with(FilecoinPlans::new(param_dir()), request, expected_constraints);
+}
+
+fn check_against_bellperson_with(source: FilecoinPlans, request: &ProofRequest, expected_constraints: usize) {
     // Planned as the engine plans it: by the catch-all Filecoin source.
-    let plan = FilecoinPlans::new(param_dir())
+    let plan = source
         .plan(request)
         .expect("the Filecoin source claims every request")
         .unwrap();
@@ -123,6 +127,36 @@ fn winning_post_matches_bellperson_and_verifies() {
 fn window_post_matches_bellperson_and_verifies() {
     let request = post_request(ProofKind::WindowPostPartition, fixtures::WPOST_FILE);
     check_against_bellperson(&request, WINDOW_2KIB_CONSTRAINTS);
+}
+
+/// Issue 35: PoSt witnesses that leave their paths' values to the prover
+/// (`[gpus] post_paths_on_device`), finished here on the host as a CPU
+/// prover does, give bellperson's bytes and verify; the witness does leave
+/// them (and a device would write them: `tests/gpu.rs`).
+#[test]
+fn post_with_paths_left_to_the_prover_matches_bellperson_and_verifies() {
+    for (kind, file, constraints) in [
+        (
+            ProofKind::WinningPost,
+            fixtures::WINNING_FILE,
+            WINNING_2KIB_CONSTRAINTS,
+        ),
+        (
+            ProofKind::WindowPostPartition,
+            fixtures::WPOST_FILE,
+            WINDOW_2KIB_CONSTRAINTS,
+        ),
+    ] {
+        let request = post_request(kind, file);
+        let source = || FilecoinPlans::new(param_dir()).with_paths_on_device(true);
+        let plan = source().plan(&request).unwrap().unwrap();
+        let cuzk_core::PartitionData::Witness(data) = plan.synthesize_witness(0).unwrap() else {
+            panic!("{kind:?}: no witness-only form");
+        };
+        let left = data.witness.left.as_ref().expect("paths left to the prover");
+        assert!(left.check_roots && !left.paths.is_empty(), "{kind:?}");
+        check_against_bellperson_with(source(), &request, constraints);
+    }
 }
 
 #[test]

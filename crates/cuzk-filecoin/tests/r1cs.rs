@@ -119,6 +119,7 @@ fn porep_changed_witness_breaks_some_constraint() {
         let bad = cuzk_core::Witness {
             inputs: good.inputs.clone(),
             aux: cuzk_core::PackedScalars::from_scalars(&aux),
+            left: None,
         };
         let broken = unsatisfied(&r1cs.assign(bad).unwrap());
         assert!(broken > 0, "aux {index} changed by 5, every row still holds");

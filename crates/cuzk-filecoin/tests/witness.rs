@@ -149,6 +149,54 @@ fn check_post_native_seed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
     );
 }
 
+/// Issue 35: a PoSt partition whose paths are left to the prover
+/// (`PlanOptions::paths_on_device`) holds, once they are finished on the
+/// host, the gadgets' witness; the host wrote few wide values; the plan
+/// takes it without falling back, its random (real-structure) paths not
+/// checked against their roots.
+fn check_post_paths_left<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str) {
+    let options = PlanOptions {
+        paths_on_device: true,
+        ..ALLOW
+    };
+    let plan = PostPlan::<Tree>::new(PostInput::parse(&request(name)).unwrap(), &options).unwrap();
+    let r1cs = plan.compiled_r1cs(0).unwrap();
+    let gadgets = r1cs.witness(plan.circuit(0).unwrap()).unwrap();
+    let native = plan
+        .proof()
+        .native_witness(0, None)
+        .expect("a native writer")
+        .unwrap();
+    let left = native.left.as_ref().expect("paths left to the prover");
+    assert!(!left.check_roots, "{name}: real-structure paths are random");
+    assert_eq!(native.inputs, gadgets.inputs, "{name}: inputs differ");
+    assert!(native.aux.wide_count() * 10 < gadgets.aux.wide_count(), "{name}");
+    assert!(
+        native.aux_values().unwrap() == gadgets.aux.to_scalars(),
+        "{name}: finished values differ"
+    );
+    let fallbacks = cuzk_filecoin::plans::native_fallbacks();
+    let PartitionData::Witness(data) = ProofPlan::synthesize_witness(&plan, 0).unwrap() else {
+        panic!("{name}: no witness-only form");
+    };
+    assert!(
+        data.witness.left.is_some(),
+        "{name}: the plan's witness left nothing"
+    );
+    assert_eq!(
+        cuzk_filecoin::plans::native_fallbacks(),
+        fallbacks,
+        "{name}: the plan fell back"
+    );
+}
+
+#[test]
+fn native_post_paths_left_to_the_prover_equal_the_gadgets() {
+    check_post_paths_left::<SectorShape2KiB>("window-post-2k");
+    check_post_paths_left::<SectorShape2KiB>("winning-post-2k");
+    check_post_paths_left::<SectorShape8MiB>("window-post-8m");
+}
+
 /// Issue 35: a PoRep partition's witness written natively equals the
 /// gadgets', inputs and aux, variable for variable.
 fn check_porep_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(name: &str, partition: usize) {

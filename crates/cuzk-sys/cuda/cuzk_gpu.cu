@@ -494,6 +494,7 @@ struct stopwatch_t {
     }
 };
 
+#include "paths.cuh"
 #include "r1cs.cuh"
 #include "msm_wide.cuh"
 
@@ -1354,10 +1355,13 @@ CUZK_CATCH
 
 // a, b, c of one witness back to the host (rows each): the GPU check of the
 // sparse products against the host's.
-// The aux variables go packed and are expanded as in a region, so this
-// checks expand_packed too.
+// The aux variables go packed and are expanded as in a region, and the
+// witness's paths finished, so this checks expand_packed and write_paths
+// too.
 extern "C" RustError cuzk_gpu_r1cs_evaluate(const cuzk_gpu_r1cs_t* r,
                                             const fr_t* inputs, const cuzk_packed_t* aux,
+                                            const cuzk_paths_t* paths,
+                                            const cuzk_paths_tables_t* tables,
                                             fr_t* a, fr_t* b, fr_t* c)
 {
 CUZK_TRY
@@ -1371,6 +1375,9 @@ CUZK_TRY
     gpu[0].HtoD((fr_t*)d_inputs, inputs, r->num_inputs);
     upload_packed(nullptr, nullptr, (fr_t*)d_packed, *aux, gpu[0]);
     expand_on_device(gpu, (fr_t*)d_aux, (const fr_t*)d_packed, *aux);
+    RustError left = finish_witness_paths(gpu, d_aux, *paths, *tables);
+    if (left.code != cudaSuccess)
+        return left;
     gpu_ptr_t<fr_t> d[3] = {device_alloc<fr_t>(r->rows), device_alloc<fr_t>(r->rows),
                             device_alloc<fr_t>(r->rows)};
     fr_t* const abc[3] = {d[0], d[1], d[2]};
@@ -1435,6 +1442,10 @@ CUZK_TRY
             out->ms.upload = clock.lap();
         }
         expand_on_device(gpu, (fr_t*)d_aux, (const fr_t*)d_packed, p->aux);
+        // What the witness left to the device (its paths' values).
+        RustError paths = finish_witness_paths(gpu, d_aux, p->paths, p->tables);
+        if (paths.code != cudaSuccess)
+            return paths;
         gpu[0].sync();
     }
     const cuzk_tuning_t& tuning = p->tuning;
@@ -1619,6 +1630,28 @@ CUZK_TRY
                       inverse ? NTT::Direction::inverse : NTT::Direction::forward,
                       coset ? NTT::Type::coset : NTT::Type::standard);
     gpu[0].DtoH(inout, &d[0], n);
+    gpu[0].sync();
+    return RustError{cudaSuccess};
+CUZK_CATCH
+}
+
+// Paths written into `aux` (n values, copied to the device and back) on
+// `device`: the check of write_paths against the host's writer, and its
+// measurement (the kernel's milliseconds, the copies not counted). Paths
+// that do not lead to their roots are counted here, not an error.
+extern "C" RustError cuzk_gpu_write_paths(int device, fr_t* aux, size_t n,
+                                          const cuzk_paths_t* p,
+                                          const cuzk_paths_tables_t* tables,
+                                          uint64_t* mismatches, uint64_t* first_mismatch,
+                                          double* kernel_ms)
+{
+CUZK_TRY
+    set_device(device);
+    const gpu_t& gpu = select_gpu(device);
+    auto d_aux = device_alloc<fr_t>(n);
+    gpu[0].HtoD((fr_t*)d_aux, aux, n);
+    finish_paths(gpu, d_aux, *p, *tables, mismatches, first_mismatch, kernel_ms);
+    gpu[0].DtoH(aux, (const fr_t*)d_aux, n);
     gpu[0].sync();
     return RustError{cudaSuccess};
 CUZK_CATCH

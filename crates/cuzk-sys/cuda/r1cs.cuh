@@ -88,6 +88,8 @@ struct cuzk_witness_partition_t {
     size_t a_offset;               // first aux point of the A section
     size_t b_offset;               // first aux point of both B sections
     cuzk_tuning_t tuning;
+    cuzk_paths_t paths;            // left to the device (count 0: none)
+    cuzk_paths_tables_t tables;    // their permutations
 };
 
 // An MSM's "other" scalars when they are too few for Pippenger (under

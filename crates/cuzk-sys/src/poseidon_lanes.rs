@@ -49,6 +49,46 @@ pub struct PoseidonSpec<'a> {
     pub sparse: Vec<(&'a [Scalar], &'a [Scalar])>,
 }
 
+impl PoseidonSpec<'_> {
+    /// Whether the constants have the shape neptune makes for `width`;
+    /// returns how many round constants the permutation takes.
+    pub fn check(&self) -> Result<usize, LanesError> {
+        let width = self.width;
+        let malformed = |why: &str| Err(LanesError::Malformed(why.to_string()));
+        if width < 2 || self.half_full_rounds == 0 {
+            return malformed("width or rounds out of range");
+        }
+        let keys_needed = 2 * width + 2 * (self.half_full_rounds - 1) * width + self.partial_rounds;
+        if self.round_constants.len() < keys_needed {
+            return malformed("too few round constants");
+        }
+        let square = |m: &[Vec<Scalar>]| m.len() == width && m.iter().all(|row| row.len() == width);
+        if !square(self.mds) || !square(self.pre_sparse) {
+            return malformed("a matrix is not width by width");
+        }
+        if self.sparse.len() < self.partial_rounds
+            || self
+                .sparse
+                .iter()
+                .any(|(w_hat, v_rest)| w_hat.len() != width || v_rest.len() + 1 != width)
+        {
+            return malformed("sparse matrices of the wrong shape or number");
+        }
+        Ok(keys_needed)
+    }
+
+    /// Values a hash's trace holds (505 for arity 8).
+    pub fn trace_len(&self) -> usize {
+        trace_len(self.width, self.half_full_rounds, self.partial_rounds)
+    }
+}
+
+/// Values the trace of a permutation of this shape holds.
+fn trace_len(width: usize, half_full_rounds: usize, partial_rounds: usize) -> usize {
+    let full_after_first = 2 * (half_full_rounds - 1) + 1;
+    3 * (width - 1) + 4 * (full_after_first * width + partial_rounds) + 1
+}
+
 /// Why a permutation cannot be prepared for lanes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LanesError {
@@ -144,26 +184,10 @@ impl PoseidonLanes {
             return Err(LanesError::Unsupported);
         }
         let width = spec.width;
-        let malformed = |why: &str| Err(LanesError::Malformed(why.to_string()));
-        if !(2..=MAX_WIDTH).contains(&width) || spec.half_full_rounds == 0 {
-            return malformed("width or rounds out of range");
+        if width > MAX_WIDTH {
+            return Err(LanesError::Malformed("width out of range".to_string()));
         }
-        let keys_needed = 2 * width + 2 * (spec.half_full_rounds - 1) * width + spec.partial_rounds;
-        if spec.round_constants.len() < keys_needed {
-            return malformed("too few round constants");
-        }
-        let square = |m: &[Vec<Scalar>]| m.len() == width && m.iter().all(|row| row.len() == width);
-        if !square(spec.mds) || !square(spec.pre_sparse) {
-            return malformed("a matrix is not width by width");
-        }
-        if spec.sparse.len() < spec.partial_rounds
-            || spec
-                .sparse
-                .iter()
-                .any(|(w_hat, v_rest)| w_hat.len() != width || v_rest.len() + 1 != width)
-        {
-            return malformed("sparse matrices of the wrong shape or number");
-        }
+        let keys_needed = spec.check()?;
         let flat = |m: &[Vec<Scalar>]| m.iter().flatten().map(lanes_form).collect();
         let quintic = |x: Scalar| {
             let square = x * x;
@@ -199,8 +223,7 @@ impl PoseidonLanes {
 
     /// Values a hash's trace holds (505 for arity 8).
     pub fn trace_len(&self) -> usize {
-        let full_after_first = 2 * (self.half_full_rounds - 1) + 1;
-        3 * (self.width - 1) + 4 * (full_after_first * self.width + self.partial_rounds) + 1
+        trace_len(self.width, self.half_full_rounds, self.partial_rounds)
     }
 
     /// Hashes `preimages` (`arity()` elements each, one after another),

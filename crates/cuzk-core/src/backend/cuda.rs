@@ -440,6 +440,7 @@ impl CudaBackend {
                 a_offset: r1cs.num_inputs(),
                 b_offset: b_inputs,
                 tuning: self.tuning,
+                paths: witness.left.as_ref().map(|l| l.device_view()),
             },
             r1cs,
         };

@@ -35,11 +35,13 @@
 
 use crate::assignment::{DensityBitmap, ProvingAssignment};
 use crate::packed::PackedScalars;
+use crate::paths::{LeftPaths, PathsOffTheirRoots};
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 mod file;
 mod units;
@@ -91,6 +93,9 @@ pub enum R1csError {
         /// The constraint.
         row: usize,
     },
+    /// Paths the witness left to its prover do not lead to their roots.
+    #[error(transparent)]
+    Paths(#[from] PathsOffTheirRoots),
 }
 
 /// Coefficient id of one: the term is the variable's value.
@@ -410,12 +415,27 @@ pub struct Witness {
     pub inputs: Vec<Scalar>,
     /// Private (auxiliary) variables, mostly bits, kept as bits.
     pub aux: PackedScalars,
+    /// Inclusion paths whose values the writer left to the prover (zeros
+    /// in `aux` in their place): written on the device, or on the host by
+    /// [`aux_values`](Self::aux_values).
+    pub left: Option<Arc<LeftPaths>>,
 }
 
 impl Witness {
     /// Heap bytes held (what a witness-only partition holds in flight).
     pub fn heap_bytes(&self) -> u64 {
-        (self.inputs.capacity() * std::mem::size_of::<Scalar>()) as u64 + self.aux.heap_bytes()
+        (self.inputs.capacity() * std::mem::size_of::<Scalar>()) as u64
+            + self.aux.heap_bytes()
+            + self.left.as_ref().map_or(0, |l| l.bytes() as u64)
+    }
+
+    /// Every aux value, the paths left to the prover written on the host.
+    pub fn aux_values(&self) -> Result<Vec<Scalar>, R1csError> {
+        let mut aux = self.aux.to_scalars();
+        if let Some(left) = &self.left {
+            left.finish(&mut aux)?;
+        }
+        Ok(aux)
     }
 }
 
@@ -506,6 +526,7 @@ impl CompiledR1cs {
             witness: Witness {
                 inputs: Vec::with_capacity(self.num_inputs),
                 aux: PackedScalars::with_capacity(self.num_aux, 0),
+                left: None,
             },
         };
         cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
@@ -593,6 +614,7 @@ impl CompiledR1cs {
         Ok(Witness {
             inputs: witness.inputs,
             aux,
+            left: None,
         })
     }
 
@@ -603,14 +625,14 @@ impl CompiledR1cs {
         self.check_shape(&witness)?;
         let inputs = &witness.inputs;
         let (aux, (a, (b, c))) = crate::cores::parallel(|| {
-            let aux = witness.aux.to_scalars();
+            let aux = witness.aux_values()?;
             let product = |matrix: &SparseMatrix| self.product(matrix, inputs, aux.as_slice());
             let abc = rayon::join(
                 || product(&self.a),
                 || rayon::join(|| product(&self.b), || product(&self.c)),
             );
-            (aux, abc)
-        });
+            Ok::<_, R1csError>((aux, abc))
+        })?;
         Ok(ProvingAssignment {
             a,
             b,
@@ -691,8 +713,21 @@ impl CompiledR1cs {
     ) -> Result<(), R1csError> {
         self.check_shape(witness)?;
         let (inputs, aux) = (&witness.inputs, &witness.aux);
+        // Rows that read values left to the prover (zeros here) are not
+        // checked: the prover checks that each path leads to its root.
+        let left = witness.left.as_ref().map(|l| l.ranges());
+        let reads_left = |row: usize| {
+            left.as_ref().is_some_and(|ranges| {
+                [&self.a, &self.b, &self.c].iter().any(|m| {
+                    m.row(row)
+                        .iter()
+                        .filter(|e| e.variable & INPUT_BIT == 0)
+                        .any(|e| within(ranges, e.variable as usize))
+                })
+            })
+        };
         for row in rows {
-            if row >= self.a.rows() {
+            if row >= self.a.rows() || reads_left(row) {
                 continue;
             }
             let value = |matrix: &SparseMatrix| self.row_value(matrix.row(row), inputs, aux);
@@ -1224,6 +1259,12 @@ impl ConstraintSystem<Scalar> for UnitWitness<'_> {
     crate::flat_namespaces!();
 }
 
+/// Whether `index` lies in one of `ranges` (ascending, apart).
+fn within(ranges: &[std::ops::Range<usize>], index: usize) -> bool {
+    let after = ranges.partition_point(|r| r.start <= index);
+    after > 0 && ranges[after - 1].contains(&index)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1307,6 +1348,7 @@ mod tests {
         Witness {
             inputs: witness.inputs.clone(),
             aux: PackedScalars::from_scalars(&aux),
+            left: None,
         }
     }
 
@@ -1316,6 +1358,7 @@ mod tests {
         Witness {
             inputs: witness.inputs,
             aux: PackedScalars::from_scalars(&aux[..aux.len() - 1]),
+            left: None,
         }
     }
 

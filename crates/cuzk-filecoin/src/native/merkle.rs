@@ -5,13 +5,16 @@
 //! siblings, the `insert` gadget's picks and the level's hash (Poseidon, or
 //! SHA-256 for tree D); then the index bits packed into public inputs.
 
-use super::poseidon::{poseidon_hash, PreparedHashes};
+use super::poseidon::{poseidon_hash, spec, PreparedHashes};
 use super::sha256::sha256_leaves;
 use super::{Assignment, Aux};
+use cuzk_core::paths::InclusionPaths;
 use cuzk_core::Scalar;
 use cuzk_core::ScalarSink;
+use cuzk_sys::gpu::PoseidonTables;
 use ff::{Field, PrimeField};
 use filecoin_hashers::PoseidonArity;
+use std::sync::OnceLock;
 
 /// One level of an inclusion path: the node's siblings in order, and the
 /// node's place among the level's `siblings.len() + 1` children.
@@ -168,13 +171,44 @@ pub fn inclusion<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     leaf: Leaf,
     path: &[Level],
 ) -> Scalar {
-    let leaf = match leaf {
+    let leaf = write_leaf(w, leaf);
+    walk::<U, V, W, _>(w, &mut Hashed(hasher), leaf, path)
+}
+
+/// [`inclusion`] in a Poseidon tree with each level's picks and hash left
+/// to the prover (the device, or [`finish_on_host`]): zeros in their place
+/// in `w`, the path described in `w.paths`, to lead to `root`. Every arity
+/// of the tree has a table ([`TABLE_ARITIES`]).
+pub fn inclusion_on_device<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
+    w: &mut Assignment<impl ScalarSink>,
+    leaf: Leaf,
+    path: &[Level],
+    root: Scalar,
+) {
+    let leaf = write_leaf(w, leaf);
+    w.paths.start_path(leaf, root);
+    walk::<U, V, W, _>(w, &mut OnDevice, (), path);
+}
+
+fn write_leaf(w: &mut Assignment<impl ScalarSink>, leaf: Leaf) -> Scalar {
+    match leaf {
         Leaf::Value(value) => {
             w.element(value);
             value
         }
         Leaf::Allocated(value) => value,
-    };
+    }
+}
+
+/// The levels of `path` from `node`: for each, the index bits and the
+/// siblings, then what `levels` writes; then the index bits packed into
+/// inputs.
+fn walk<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity, L: LevelWriter>(
+    w: &mut Assignment<impl ScalarSink>,
+    levels: &mut L,
+    mut node: L::Node,
+    path: &[Level],
+) -> L::Node {
     let (sub, top) = (V::to_usize() > 0, W::to_usize() > 0);
     let upper = usize::from(sub) + usize::from(top);
     assert!(
@@ -183,16 +217,15 @@ pub fn inclusion<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     );
     let (base, rest) = path.split_at(path.len() - upper);
     let mut index_bits = Vec::new();
-    let mut node = leaf;
     for level in base {
-        node = level_hash::<U>(w, hasher, node, level, &mut index_bits);
+        node = level_hash::<U, _>(w, levels, node, level, &mut index_bits);
     }
     let mut rest = rest.iter();
     if sub {
-        node = level_hash::<V>(w, hasher, node, rest.next().expect("counted"), &mut index_bits);
+        node = level_hash::<V, _>(w, levels, node, rest.next().expect("counted"), &mut index_bits);
     }
     if top {
-        node = level_hash::<W>(w, hasher, node, rest.next().expect("counted"), &mut index_bits);
+        node = level_hash::<W, _>(w, levels, node, rest.next().expect("counted"), &mut index_bits);
     }
     pack_into_inputs(w, &index_bits);
     node
@@ -219,6 +252,7 @@ pub fn path_to_root<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     let (base, rest) = path.split_at(path.len() - upper);
     let mut bits = bits.iter().copied();
     let mut node = leaf;
+    let hasher = &mut Hashed(hasher);
     for siblings in base {
         node = inserted_hash::<U>(w, hasher, node, siblings, &mut bits);
     }
@@ -240,7 +274,7 @@ pub fn path_to_root<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
 /// the next index bits, and the children's hash.
 fn inserted_hash<A: PoseidonArity>(
     w: &mut Assignment<impl ScalarSink>,
-    hasher: &mut impl TreeHash,
+    hasher: &mut Hashed<'_, impl TreeHash>,
     node: Scalar,
     siblings: &[Scalar],
     bits: &mut impl Iterator<Item = bool>,
@@ -250,19 +284,18 @@ fn inserted_hash<A: PoseidonArity>(
     let index: Vec<bool> = (0..arity.trailing_zeros())
         .map(|_| bits.next().expect("an index bit for every level"))
         .collect();
-    let children = insert(w, node, &index, siblings);
-    hasher.hash::<A>(w, &children)
+    hasher.level::<A>(w, node, &index, siblings)
 }
 
-/// One level: the index bits (least significant first), the siblings, the
-/// children in order with the node inserted, and their hash.
-fn level_hash<A: PoseidonArity>(
+/// One level: the index bits (least significant first), the siblings, then
+/// the insert gadget's picks and the children's hash (`levels`).
+fn level_hash<A: PoseidonArity, L: LevelWriter>(
     w: &mut Assignment<impl ScalarSink>,
-    hasher: &mut impl TreeHash,
-    node: Scalar,
+    levels: &mut L,
+    node: L::Node,
     level: &Level,
     bits: &mut Vec<bool>,
-) -> Scalar {
+) -> L::Node {
     let arity = A::to_usize();
     assert_eq!(level.siblings.len() + 1, arity, "a level of the wrong arity");
     let index: Vec<bool> = (0..arity.trailing_zeros())
@@ -275,71 +308,258 @@ fn level_hash<A: PoseidonArity>(
     for &sibling in &level.siblings {
         w.element(sibling);
     }
-    let children = insert(w, node, &index, &level.siblings);
-    hasher.hash::<A>(w, &children)
+    levels.level::<A>(w, node, &index, &level.siblings)
+}
+
+/// What a level allocates after its index bits and siblings: the insert
+/// gadget's picks, then the children's hash.
+trait LevelWriter {
+    /// What stands for the level's node.
+    type Node: Copy;
+    /// The level of arity `A` whose node is `node`; returns the next.
+    fn level<A: PoseidonArity>(
+        &mut self,
+        w: &mut Assignment<impl ScalarSink>,
+        node: Self::Node,
+        index: &[bool],
+        siblings: &[Scalar],
+    ) -> Self::Node;
+}
+
+/// The values, hashed on the host.
+struct Hashed<'a, H>(&'a mut H);
+
+impl<H: TreeHash> LevelWriter for Hashed<'_, H> {
+    type Node = Scalar;
+    fn level<A: PoseidonArity>(
+        &mut self,
+        w: &mut Assignment<impl ScalarSink>,
+        node: Scalar,
+        index: &[bool],
+        siblings: &[Scalar],
+    ) -> Scalar {
+        let children = insert(&mut values(w), node, index, siblings);
+        self.0.hash::<A>(w, &children)
+    }
+}
+
+/// Zeros in place of the picks and the hash's trace, the level described
+/// for the prover.
+struct OnDevice;
+
+impl LevelWriter for OnDevice {
+    type Node = ();
+    fn level<A: PoseidonArity>(
+        &mut self,
+        w: &mut Assignment<impl ScalarSink>,
+        _node: (),
+        index: &[bool],
+        siblings: &[Scalar],
+    ) {
+        let arity = A::to_usize();
+        let sources: Vec<u8> = (1..arity as u8).collect();
+        let mut picks = Vec::new();
+        let children = insert(
+            &mut |a| match a {
+                Allocation::Bit(bit) => {
+                    assert!(picks.is_empty(), "the insert gadget's bits come before its picks");
+                    w.bit(bit);
+                }
+                Allocation::Pick(source) => picks.push(source),
+            },
+            0,
+            index,
+            &sources,
+        );
+        let table = table_of(arity).expect("a tree of arities with tables");
+        paths_level(w, table, &picks, &children, siblings);
+    }
+}
+
+/// The arities whose Poseidon permutations a path finished by the prover
+/// may use, in the order of their tables ([`device_tables`]).
+pub const TABLE_ARITIES: [usize; 4] = [2, 4, 8, 11];
+
+/// The table of `arity`'s permutation, if it has one.
+pub fn table_of(arity: usize) -> Option<u8> {
+    TABLE_ARITIES.iter().position(|&a| a == arity).map(|t| t as u8)
+}
+
+/// The permutations of [`TABLE_ARITIES`] as the device takes them.
+pub fn device_tables() -> &'static PoseidonTables {
+    use typenum::{U11, U2, U4, U8};
+    static TABLES: OnceLock<PoseidonTables> = OnceLock::new();
+    TABLES.get_or_init(|| {
+        PoseidonTables::new(&[
+            spec(U2::PARAMETERS()),
+            spec(U4::PARAMETERS()),
+            spec(U8::PARAMETERS()),
+            spec(U11::PARAMETERS()),
+        ])
+        .expect("neptune's constants have the shape the device takes")
+    })
+}
+
+/// One level of `table`'s permutation described in `w.paths` at the next
+/// aux index, zeros written in place of its picks and trace.
+fn paths_level(
+    w: &mut Assignment<impl ScalarSink>,
+    table: u8,
+    picks: &[u8],
+    children: &[u8],
+    siblings: &[Scalar],
+) {
+    let (_, trace_len) = device_tables().shape(table.into()).expect("a table of ours");
+    let at = w.aux.len();
+    w.paths.push_level(at, table, picks, children, siblings);
+    let mut zeros = picks.len() + trace_len;
+    while zeros > 0 {
+        let count = zeros.min(64);
+        w.bits(0, count as u32);
+        zeros -= count;
+    }
+}
+
+/// `H(left, right)` of arity 2 left to the prover like a path's level
+/// (a path of one level, from `left`, with no picks), to equal `expected`.
+pub fn hash2_on_device(w: &mut Assignment<impl ScalarSink>, left: Scalar, right: Scalar, expected: Scalar) {
+    w.paths.start_path(left, expected);
+    let table = table_of(2).expect("arity 2 has a table");
+    paths_level(w, table, &[], &[0, 1], &[right]);
+}
+
+/// Writes, on the host, what `paths` left to the prover into `aux` (the
+/// whole aux vector the paths were described in), paths in parallel a
+/// group at a time. Returns the paths that did not lead to their root
+/// (none for a witness of a valid proof).
+pub fn finish_on_host(paths: &InclusionPaths, aux: &mut [Scalar]) -> Vec<usize> {
+    use rayon::prelude::*;
+    // Each path's values are made apart, then copied: a group's few
+    // hundred MB at most.
+    const GROUP: usize = 1024;
+    let mut mismatched = Vec::new();
+    for start in (0..paths.len()).step_by(GROUP) {
+        let group = start..paths.len().min(start + GROUP);
+        let written: Vec<(PathValues, bool)> = group
+            .clone()
+            .into_par_iter()
+            .map(|k| finish_path(paths, k))
+            .collect();
+        for (k, (levels, leads_to_root)) in group.zip(written) {
+            for (at, values) in levels {
+                aux[at..at + values.len()].copy_from_slice(&values);
+            }
+            if !leads_to_root {
+                mismatched.push(k);
+            }
+        }
+    }
+    mismatched
+}
+
+/// A path's values: each level's aux index, and its picks then its trace.
+type PathValues = Vec<(usize, Vec<Scalar>)>;
+
+/// Path `k`'s values and whether it leads to its root.
+fn finish_path(paths: &InclusionPaths, k: usize) -> (PathValues, bool) {
+    let arity = |table: usize| TABLE_ARITIES[table];
+    let (mut node, root, levels) = paths.path(k, arity);
+    let written = levels
+        .map(|level| {
+            let mut values: Vec<Scalar> = level.picks.iter().map(|&s| level.value(s, node)).collect();
+            let children: Vec<Scalar> = level.children.iter().map(|&s| level.value(s, node)).collect();
+            node = hash_table(level.table, &mut values, &children);
+            (level.at, values)
+        })
+        .collect();
+    (written, node == root)
+}
+
+/// The Poseidon hash of `children` by table `table`'s permutation, its
+/// trace into `trace`.
+fn hash_table(table: usize, trace: &mut Vec<Scalar>, children: &[Scalar]) -> Scalar {
+    use typenum::{U11, U2, U4, U8};
+    match TABLE_ARITIES[table] {
+        2 => poseidon_hash(trace, children, U2::PARAMETERS()),
+        4 => poseidon_hash(trace, children, U4::PARAMETERS()),
+        8 => poseidon_hash(trace, children, U8::PARAMETERS()),
+        _ => poseidon_hash(trace, children, U11::PARAMETERS()),
+    }
+}
+
+/// What the insert gadget allocates, in order.
+enum Allocation<T> {
+    /// A bit of the index's.
+    Bit(bool),
+    /// A copy of one of the values inserted among.
+    Pick(T),
+}
+
+/// Allocations written as values to `w`.
+fn values(w: &mut Assignment<impl ScalarSink>) -> impl FnMut(Allocation<Scalar>) + '_ {
+    |a| match a {
+        Allocation::Bit(bit) => w.bit(bit),
+        Allocation::Pick(value) => w.element(value),
+    }
 }
 
 /// `insertion::insert`: `element` placed among `elements` at the position
 /// the bits give, by picks (one allocation each), in the gadget's order for
-/// its sizes 2, 4 and 8 and by `select` otherwise.
-fn insert(
-    w: &mut Assignment<impl ScalarSink>,
-    element: Scalar,
-    bits: &[bool],
-    elements: &[Scalar],
-) -> Vec<Scalar> {
+/// its sizes 2, 4 and 8 and by `select` otherwise. `T` is a value, or
+/// which value a pick copies.
+fn insert<T: Copy>(out: &mut impl FnMut(Allocation<T>), element: T, bits: &[bool], elements: &[T]) -> Vec<T> {
     let size = elements.len() + 1;
     assert_eq!(1 << bits.len(), size);
     let a = element;
     match size {
         2 => {
             let b0 = bits[0];
-            vec![pick(w, b0, elements[0], a), pick(w, b0, a, elements[0])]
+            vec![pick(out, b0, elements[0], a), pick(out, b0, a, elements[0])]
         }
         4 => {
             let (b0, b1) = (bits[0], bits[1]);
             let [b, c, d] = [elements[0], elements[1], elements[2]];
-            let p0_x0 = pick(w, b0, b, a);
-            let p0 = pick(w, b1, b, p0_x0);
-            let p1_x0 = pick(w, b0, a, b);
-            let p1 = pick(w, b1, c, p1_x0);
-            let p2_x1 = pick(w, b0, d, a);
-            let p2 = pick(w, b1, p2_x1, c);
-            let p3_x1 = pick(w, b0, a, d);
-            let p3 = pick(w, b1, p3_x1, d);
+            let p0_x0 = pick(out, b0, b, a);
+            let p0 = pick(out, b1, b, p0_x0);
+            let p1_x0 = pick(out, b0, a, b);
+            let p1 = pick(out, b1, c, p1_x0);
+            let p2_x1 = pick(out, b0, d, a);
+            let p2 = pick(out, b1, p2_x1, c);
+            let p3_x1 = pick(out, b0, a, d);
+            let p3 = pick(out, b1, p3_x1, d);
             vec![p0, p1, p2, p3]
         }
         8 => {
             let (b0, b1, b2) = (bits[0], bits[1], bits[2]);
             let [b, c, d, e, f, g, h] = std::array::from_fn(|i| elements[i]);
             let b0_nor_b1 = !b0 && !b1;
-            w.bit(b0_nor_b1);
+            out(Allocation::Bit(b0_nor_b1));
             let b0_and_b1 = b0 && b1;
-            w.bit(b0_and_b1);
-            let p0_xx0 = pick(w, b0_nor_b1, a, b);
-            let p0 = pick(w, b2, b, p0_xx0);
-            let p1_x00 = pick(w, b0, a, b);
-            let p1_xx0 = pick(w, b1, c, p1_x00);
-            let p1 = pick(w, b2, c, p1_xx0);
-            let p2_x10 = pick(w, b0, d, a);
-            let p2_xx0 = pick(w, b1, p2_x10, c);
-            let p2 = pick(w, b2, d, p2_xx0);
-            let p3_xx0 = pick(w, b0_and_b1, a, d);
-            let p3 = pick(w, b2, e, p3_xx0);
-            let p4_xx1 = pick(w, b0_nor_b1, a, f);
-            let p4 = pick(w, b2, p4_xx1, e);
-            let p5_x01 = pick(w, b0, a, f);
-            let p5_xx1 = pick(w, b1, g, p5_x01);
-            let p5 = pick(w, b2, p5_xx1, f);
-            let p6_x11 = pick(w, b0, h, a);
-            let p6_xx1 = pick(w, b1, p6_x11, g);
-            let p6 = pick(w, b2, p6_xx1, g);
-            let p7_xx1 = pick(w, b0_and_b1, a, h);
-            let p7 = pick(w, b2, p7_xx1, h);
+            out(Allocation::Bit(b0_and_b1));
+            let p0_xx0 = pick(out, b0_nor_b1, a, b);
+            let p0 = pick(out, b2, b, p0_xx0);
+            let p1_x00 = pick(out, b0, a, b);
+            let p1_xx0 = pick(out, b1, c, p1_x00);
+            let p1 = pick(out, b2, c, p1_xx0);
+            let p2_x10 = pick(out, b0, d, a);
+            let p2_xx0 = pick(out, b1, p2_x10, c);
+            let p2 = pick(out, b2, d, p2_xx0);
+            let p3_xx0 = pick(out, b0_and_b1, a, d);
+            let p3 = pick(out, b2, e, p3_xx0);
+            let p4_xx1 = pick(out, b0_nor_b1, a, f);
+            let p4 = pick(out, b2, p4_xx1, e);
+            let p5_x01 = pick(out, b0, a, f);
+            let p5_xx1 = pick(out, b1, g, p5_x01);
+            let p5 = pick(out, b2, p5_xx1, f);
+            let p6_x11 = pick(out, b0, h, a);
+            let p6_xx1 = pick(out, b1, p6_x11, g);
+            let p6 = pick(out, b2, p6_xx1, g);
+            let p7_xx1 = pick(out, b0_and_b1, a, h);
+            let p7 = pick(out, b2, p7_xx1, h);
             vec![p0, p1, p2, p3, p4, p5, p6, p7]
         }
         _ => {
-            let candidates: Vec<Vec<Scalar>> = (0..size)
+            let candidates: Vec<Vec<T>> = (0..size)
                 .map(|index| {
                     let mut row = elements[..index].to_vec();
                     row.push(element);
@@ -349,8 +569,8 @@ fn insert(
                 .collect();
             (0..size)
                 .map(|pos| {
-                    let choices: Vec<Scalar> = candidates.iter().map(|row| row[pos]).collect();
-                    select(w, &choices, bits)
+                    let choices: Vec<T> = candidates.iter().map(|row| row[pos]).collect();
+                    select_with(out, &choices, bits)
                 })
                 .collect()
         }
@@ -360,20 +580,24 @@ fn insert(
 /// `insertion::select`: halves the choices by the bits, most significant
 /// first, one pick a pair.
 pub fn select(w: &mut Assignment<impl ScalarSink>, from: &[Scalar], bits: &[bool]) -> Scalar {
+    select_with(&mut values(w), from, bits)
+}
+
+fn select_with<T: Copy>(out: &mut impl FnMut(Allocation<T>), from: &[T], bits: &[bool]) -> T {
     let mut state = from.to_vec();
     for &bit in bits.iter().rev() {
         let half = state.len() / 2;
         state = (0..half)
-            .map(|j| pick(w, bit, state[half + j], state[j]))
+            .map(|j| pick(out, bit, state[half + j], state[j]))
             .collect();
     }
     state[0]
 }
 
 /// `insertion::pick`: `a` if `condition`, else `b`, allocated.
-fn pick(w: &mut Assignment<impl ScalarSink>, condition: bool, a: Scalar, b: Scalar) -> Scalar {
+fn pick<T: Copy>(out: &mut impl FnMut(Allocation<T>), condition: bool, a: T, b: T) -> T {
     let chosen = if condition { a } else { b };
-    w.element(chosen);
+    out(Allocation::Pick(chosen));
     chosen
 }
 

@@ -21,6 +21,7 @@ pub mod snap;
 
 pub use bits::{Aux, Bit, Word};
 
+use cuzk_core::paths::{InclusionPaths, LeftPaths};
 use cuzk_core::{PackedScalars, Piece, Scalar, ScalarSink, SpareValues};
 use ff::Field;
 use std::sync::Arc;
@@ -35,6 +36,9 @@ pub struct Assignment<S = PackedScalars> {
     pub inputs: Vec<Scalar>,
     /// Aux variables.
     pub aux: S,
+    /// Inclusion paths left to the prover (zeros in `aux` in place of
+    /// their values), at indices of `aux`.
+    pub paths: InclusionPaths,
 }
 
 impl Default for Assignment {
@@ -50,6 +54,7 @@ impl Assignment {
         Self {
             inputs: vec![Scalar::ONE],
             aux: PackedScalars::with_capacity(aux, 0),
+            paths: InclusionPaths::default(),
         }
     }
 }
@@ -83,7 +88,8 @@ impl<S: ScalarSink> Aux for Assignment<S> {
 /// `write` on the pool, joined in order. Every unit of a circuit has the
 /// same shape: one that writes more or fewer aux variables than unit 0 is
 /// an error (the caller falls back to the gadgets). Inputs follow the
-/// prologue's in the units' order.
+/// prologue's in the units' order, and so do paths left to the prover
+/// (the witness's [`LeftPaths`]).
 ///
 /// Units with as many wide values as unit 0 (all of them, but for a value
 /// that happens to be 0 or 1) are written straight into the partition's
@@ -97,20 +103,26 @@ pub fn lay_out<T: Sync>(
     write: impl Fn(&mut Assignment<Piece<'_>>, &T) + Sync,
 ) -> Result<cuzk_core::Witness, String> {
     use rayon::prelude::*;
-    let Assignment { mut inputs, aux } = prologue;
+    let Assignment {
+        mut inputs,
+        aux,
+        mut paths,
+    } = prologue;
     let Some(first) = units.first() else {
-        return Ok(cuzk_core::Witness { inputs, aux });
+        return Ok(witness(inputs, aux, paths));
     };
     let on_its_own = |item: &T| {
         let mut unit = Assignment {
             inputs: vec![Scalar::ONE],
             aux: Piece::default(),
+            paths: InclusionPaths::default(),
         };
         write(&mut unit, item);
         let aux = unit.aux.into_packed().expect("a piece of its own");
         Assignment {
             inputs: unit.inputs,
             aux,
+            paths: unit.paths,
         }
     };
     let unit = on_its_own(first);
@@ -123,21 +135,26 @@ pub fn lay_out<T: Sync>(
         let mut rest = Assignment {
             inputs: vec![Scalar::ONE],
             aux: std::mem::take(piece),
+            paths: InclusionPaths::default(),
         };
         write(&mut rest, &units[1 + i]);
         *piece = rest.aux;
-        rest.inputs
+        (rest.inputs, rest.paths)
     };
     let head = PackedScalars::concat([&aux, &unit.aux]);
     let in_place = cuzk_core::cores::parallel(|| {
         PackedScalars::from_pieces(&head, units.len() - 1, shape, spares, write_in_place)
     });
-    if let Some((aux, rest_inputs)) = in_place {
+    // Unit i's values start after the prologue and i units.
+    let unit_at = |i: usize| aux.len() + i * length;
+    if let Some((all, rest)) = in_place {
         inputs.extend_from_slice(&unit.inputs[1..]);
-        for rest in rest_inputs {
-            inputs.extend_from_slice(&rest[1..]);
+        paths.append(&unit.paths, unit_at(0));
+        for (i, (rest_inputs, rest_paths)) in rest.iter().enumerate() {
+            inputs.extend_from_slice(&rest_inputs[1..]);
+            paths.append(rest_paths, unit_at(1 + i));
         }
-        return Ok(cuzk_core::Witness { inputs, aux });
+        return Ok(witness(inputs, all, paths));
     }
     let rest: Vec<Assignment> =
         cuzk_core::cores::parallel(|| units[1..].par_iter().map(on_its_own).collect());
@@ -145,9 +162,23 @@ pub fn lay_out<T: Sync>(
         return Err("a unit wrote another number of variables than the first".to_string());
     }
     let written = || std::iter::once(&unit).chain(&rest);
-    let aux = PackedScalars::concat(std::iter::once(&aux).chain(written().map(|u| &u.aux)));
-    for unit in written() {
+    let all = PackedScalars::concat(std::iter::once(&aux).chain(written().map(|u| &u.aux)));
+    for (i, unit) in written().enumerate() {
         inputs.extend_from_slice(&unit.inputs[1..]);
+        paths.append(&unit.paths, unit_at(i));
     }
-    Ok(cuzk_core::Witness { inputs, aux })
+    Ok(witness(inputs, all, paths))
+}
+
+/// A witness of these values, the paths (if any) left to the prover.
+fn witness(inputs: Vec<Scalar>, aux: PackedScalars, paths: InclusionPaths) -> cuzk_core::Witness {
+    let left = (!paths.is_empty()).then(|| {
+        Arc::new(LeftPaths {
+            paths,
+            tables: merkle::device_tables(),
+            finish_on_host: merkle::finish_on_host,
+            check_roots: true,
+        })
+    });
+    cuzk_core::Witness { inputs, aux, left }
 }

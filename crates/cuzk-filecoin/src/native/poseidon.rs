@@ -89,6 +89,25 @@ pub fn poseidon_hash<A: Arity<Scalar>>(
     state[1]
 }
 
+/// What defines `constants`' permutation, for cuzk-sys (the lanes, the
+/// device's path writer).
+pub fn spec<A: Arity<Scalar>>(constants: &PoseidonConstants<Scalar, A>) -> PoseidonSpec<'_> {
+    PoseidonSpec {
+        width: constants.width(),
+        half_full_rounds: constants.half_full_rounds,
+        partial_rounds: constants.partial_rounds,
+        domain_tag: constants.domain_tag,
+        round_constants: &constants.compressed_round_constants,
+        mds: &constants.mds_matrices.m,
+        pre_sparse: &constants.pre_sparse_matrix,
+        sparse: constants
+            .sparse_matrixes
+            .iter()
+            .map(|m| (&m.w_hat[..], &m.v_rest[..]))
+            .collect(),
+    }
+}
+
 /// `constants` prepared for cuzk-sys's eight-lane hash (the same trace as
 /// [`poseidon_hash`], eight preimages at a time), once per width for the
 /// life of the process; `None` where the processor lacks AVX-512 IFMA, or
@@ -107,21 +126,7 @@ pub fn lanes<A: Arity<Scalar>>(constants: &PoseidonConstants<Scalar, A>) -> Opti
     static PREPARED: [OnceLock<Prepared>; 32] = [const { OnceLock::new() }; 32];
     let keys = &constants.compressed_round_constants;
     let prepared = PREPARED.get(constants.width())?.get_or_init(|| {
-        let spec = PoseidonSpec {
-            width: constants.width(),
-            half_full_rounds: constants.half_full_rounds,
-            partial_rounds: constants.partial_rounds,
-            domain_tag: constants.domain_tag,
-            round_constants: keys,
-            mds: &constants.mds_matrices.m,
-            pre_sparse: &constants.pre_sparse_matrix,
-            sparse: constants
-                .sparse_matrixes
-                .iter()
-                .map(|m| (&m.w_hat[..], &m.v_rest[..]))
-                .collect(),
-        };
-        let lanes = PoseidonLanes::new(&spec)
+        let lanes = PoseidonLanes::new(&spec(constants))
             .map_err(|e| tracing::info!(width = constants.width(), "Poseidon one hash at a time: {e}"))
             .ok();
         Prepared {

@@ -3,7 +3,7 @@
 //! check that `comm_r = H(comm_c, comm_r_last)`, and one inclusion proof in
 //! its replica tree a challenge.
 
-use super::merkle::{inclusion, Leaf, Level, PreparedPaths};
+use super::merkle::{hash2_on_device, inclusion, inclusion_on_device, table_of, Leaf, Level, PreparedPaths};
 use super::poseidon::poseidon_hash;
 use super::{Assignment, Aux};
 use cuzk_core::Scalar;
@@ -59,11 +59,93 @@ pub fn sectors<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
     }
 }
 
+/// Whether the paths of a replica tree of arities `U`, `V`, `W` can be
+/// left to the prover ([`sectors_on_device`]): each arity has a table.
+pub fn tree_on_device<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>() -> bool {
+    [U::to_usize(), V::to_usize(), W::to_usize()]
+        .into_iter()
+        .all(|arity| arity == 0 || table_of(arity).is_some())
+}
+
+/// [`sectors`] with what the host cannot write without hashing left to
+/// the prover and described in `w.paths`: each sector's `comm_r` hash and
+/// every challenge's path ([`inclusion_on_device`]), to lead to the
+/// sector's `comm_r` and `comm_r_last`. The tree's arities have tables
+/// ([`tree_on_device`]).
+pub fn sectors_on_device<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
+    w: &mut Assignment<impl ScalarSink>,
+    sectors: &[SectorWitness],
+) {
+    for sector in sectors {
+        w.element(sector.comm_r_last);
+        w.element(sector.comm_c);
+        w.element(sector.comm_r);
+        w.input(sector.comm_r);
+        hash2_on_device(w, sector.comm_c, sector.comm_r_last, sector.comm_r);
+        for (leaf, path) in &sector.challenges {
+            inclusion_on_device::<U, V, W>(w, Leaf::Value(*leaf), path, sector.comm_r_last);
+        }
+    }
+}
+
+/// `count` sectors of random values in a tree of arities `U`, `V`, `W`,
+/// for the tests and the bench: `challenges` paths each, of `base` levels
+/// of arity `U` and then the tree's sub and top levels; challenge 0's path
+/// leads to `comm_r_last` (the others, random, do not), and `comm_r` is
+/// the hash of `comm_c` and `comm_r_last`.
+#[cfg(any(test, feature = "test-inputs"))]
+pub fn random_sectors<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
+    seed: u64,
+    count: usize,
+    challenges: usize,
+    base: usize,
+) -> Vec<SectorWitness> {
+    use super::merkle::Poseidon;
+    use ff::Field;
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let arities: Vec<usize> = std::iter::repeat_n(U::to_usize(), base)
+        .chain([V::to_usize(), W::to_usize()].into_iter().filter(|&a| a > 0))
+        .collect();
+    (0..count)
+        .map(|_| {
+            let challenges: Vec<(Scalar, Vec<Level>)> = (0..challenges)
+                .map(|_| {
+                    let levels = arities
+                        .iter()
+                        .map(|&arity| Level {
+                            siblings: (1..arity).map(|_| Scalar::random(&mut rng)).collect(),
+                            index: rng.gen_range(0..arity),
+                        })
+                        .collect();
+                    (Scalar::random(&mut rng), levels)
+                })
+                .collect();
+            let comm_r_last = challenges.first().map_or(Scalar::ZERO, |(leaf, path)| {
+                inclusion::<U, V, W>(
+                    &mut Assignment::default(),
+                    &mut Poseidon,
+                    Leaf::Value(*leaf),
+                    path,
+                )
+            });
+            let comm_c = Scalar::random(&mut rng);
+            SectorWitness {
+                comm_r: poseidon_hash(&mut Vec::new(), &[comm_c, comm_r_last], U2::PARAMETERS()),
+                comm_c,
+                comm_r_last,
+                challenges,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::native::oracle::Allocations;
     use bellperson::{Circuit, ConstraintSystem};
+    use cuzk_core::paths::InclusionPaths;
     use ff::Field;
     use filecoin_hashers::poseidon::PoseidonHasher;
     use rand::{Rng, SeedableRng};
@@ -163,6 +245,98 @@ mod tests {
             compare::<LCTree<PoseidonHasher, U8, U8, typenum::U2>>(seed, 2);
             compare::<LCTree<PoseidonHasher, U4, U0, U0>>(seed, 3);
             compare::<LCTree<PoseidonHasher, U16, U0, U0>>(seed, 2);
+        }
+    }
+
+    /// Sectors whose paths are left to the prover, finished on the host,
+    /// equal the sectors written whole (so the gadget's, above), inputs and
+    /// aux, for every tree shape with tables; what the host wrote holds few
+    /// wide values. Each path is checked against its root: a challenge's
+    /// against `comm_r_last`, a sector's hash against `comm_r`.
+    #[test]
+    fn native_post_sectors_on_device_finished_on_host_equal_the_whole_writer() {
+        use crate::native::merkle::finish_on_host;
+        fn check<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(seed: u64, base: usize) {
+            let mut sectors = random_sectors::<U, V, W>(seed, 2, 3, base);
+            let shape = std::any::type_name::<(U, V, W)>();
+            let mut whole = Assignment::default();
+            super::sectors::<U, V, W>(&mut whole, &sectors);
+            let mut left = Assignment::default();
+            assert!(tree_on_device::<U, V, W>());
+            sectors_on_device::<U, V, W>(&mut left, &sectors);
+            let paths = std::mem::take(&mut left.paths);
+            assert_eq!(left.inputs, whole.inputs, "{shape}: inputs differ");
+            assert_eq!(left.aux.len(), whole.aux.len(), "{shape}: lengths differ");
+            assert_eq!(
+                paths.len(),
+                sectors.len() * 4,
+                "{shape}: a path a challenge, one a sector"
+            );
+            assert!(left.aux.wide_count() * 10 < whole.aux.wide_count(), "{shape}");
+            let mut aux = left.aux.to_scalars();
+            assert_ne!(aux, whole.aux.to_scalars());
+            let mismatched = finish_on_host(&paths, &mut aux);
+            assert_eq!(aux, whole.aux.to_scalars(), "{shape}: finished values differ");
+            // Random challenges 1 and 2 of each sector do not lead to its root.
+            let expected: Vec<usize> = (0..paths.len()).filter(|k| k % 4 >= 2).collect();
+            assert_eq!(mismatched, expected, "{shape}");
+            // A comm_r that is not the commitments' hash is told.
+            sectors[1].comm_r += Scalar::ONE;
+            let mut left = Assignment::default();
+            sectors_on_device::<U, V, W>(&mut left, &sectors);
+            let paths = std::mem::take(&mut left.paths);
+            let mismatched = finish_on_host(&paths, &mut left.aux.to_scalars());
+            assert!(
+                mismatched.contains(&4) && !mismatched.contains(&0),
+                "{shape}: {mismatched:?}"
+            );
+        }
+        for seed in 0..2 {
+            check::<U8, U0, U0>(seed, 3);
+            check::<U8, typenum::U2, U0>(seed, 2);
+            check::<U8, U8, U0>(seed, 2);
+            check::<U8, U8, typenum::U2>(seed, 2);
+            check::<U4, U0, U0>(seed, 3);
+        }
+        assert!(!tree_on_device::<U16, U0, U0>(), "arity 16 has no table");
+    }
+
+    /// The device's path writer, its own source built for the host
+    /// (`cuzk_sys::gpu::write_paths_on_host`, over blst), writes what the
+    /// host's finish writes, and tells the same paths off their roots: for
+    /// a WindowPoSt 32 GiB tree's paths and a hash of each table, children
+    /// in a shuffled order. (The GPU tests run it on the device.)
+    #[test]
+    fn native_paths_by_the_kernel_source_equal_the_host_finish() {
+        use crate::native::merkle::{device_tables, finish_on_host, table_of, TABLE_ARITIES};
+        let sectors = random_sectors::<U8, U8, U0>(3, 3, 3, 9);
+        let mut w = Assignment::default();
+        sectors_on_device::<U8, U8, U0>(&mut w, &sectors);
+        let mut cases = vec![(w.aux.to_scalars(), w.paths)];
+        let mut paths = InclusionPaths::default();
+        let mut at = 5;
+        for arity in TABLE_ARITIES {
+            let table = table_of(arity).unwrap();
+            let siblings: Vec<Scalar> = (1..arity as u64)
+                .map(|k| Scalar::from(k * 1000 + arity as u64))
+                .collect();
+            let children: Vec<u8> = (0..arity as u8).rev().collect();
+            paths.start_path(Scalar::from(7u64), Scalar::ZERO);
+            paths.push_level(at, table, &[1, 0], &children, &siblings);
+            at += 2 + device_tables().shape(table.into()).unwrap().1 + 3;
+        }
+        cases.push((vec![Scalar::ZERO; at], paths));
+        for (aux, paths) in cases {
+            let mut host = aux.clone();
+            let off = finish_on_host(&paths, &mut host);
+            let mut kernel = aux;
+            let written =
+                cuzk_sys::gpu::write_paths_on_host(device_tables(), paths.as_ref(), &mut kernel).unwrap();
+            if let Some(i) = (0..host.len()).find(|&i| kernel[i] != host[i]) {
+                panic!("value {i} of {} differs from the host finish's", host.len());
+            }
+            assert_eq!(written.mismatches, off.len() as u64);
+            assert_eq!(written.first_mismatch, off.first().copied());
         }
     }
 

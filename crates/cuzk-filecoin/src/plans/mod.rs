@@ -159,6 +159,12 @@ pub struct PlanOptions {
     /// Where native witnesses' wide values are kept between partitions
     /// ([`SpareValues`]); `None`: each witness allocates its own.
     pub spare_values: Option<Arc<SpareValues>>,
+    /// PoSt witnesses leave their inclusion paths' values (their Poseidon
+    /// traces: most of a WindowPoSt partition's witness) to the prover, a
+    /// GPU writing them beside its region (`cuzk_core::paths`); a prover
+    /// without one writes them on the host, slower than the host's own
+    /// writer. Set where the provers are GPUs with the witness path.
+    pub paths_on_device: bool,
 }
 
 /// Where a native witness's wide values may go ([`PlanOptions::spare_values`]).
@@ -189,6 +195,7 @@ impl PlanOptions {
         r1cs_store: None,
         r1cs_cache: None,
         spare_values: None,
+        paths_on_device: false,
     };
 
     /// These options with the comparison switches a process's environment

@@ -40,6 +40,8 @@ pub struct Post<Tree: 'static + MerkleTreeTrait> {
     constraints: usize,
     /// Why the proof cannot verify ([`PlanOptions::allow_unverifiable`]).
     unverifiable: Option<String>,
+    /// See [`PlanOptions::paths_on_device`].
+    paths_on_device: bool,
 }
 
 impl<Tree: 'static + MerkleTreeTrait> fmt::Debug for Post<Tree> {
@@ -264,6 +266,7 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
             sectors,
             constraints,
             unverifiable,
+            paths_on_device: options.paths_on_device,
         })
     }
 }
@@ -374,7 +377,8 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
 
     /// Partition `index`'s witness, sectors written natively on the pool
     /// a few at a time (their paths' hashes filling the Poseidon lanes),
-    /// each group into its own stretch of the aux vector.
+    /// each group into its own stretch of the aux vector; with
+    /// [`PlanOptions::paths_on_device`], their paths left to the prover.
     fn native_partition(&self, index: usize, spares: Spares<'_>) -> Result<Witness, PlanError> {
         let sectors = self.native_sectors(index)?;
         // Groups of one size: the pieces of one vector have one shape.
@@ -383,10 +387,23 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
             .find(|size| sectors.len() % size == 0)
             .unwrap_or(1);
         let groups: Vec<&[SectorWitness]> = sectors.chunks(size).collect();
-        native::lay_out(Assignment::default(), &groups, spares, |w, group| {
-            native::post::sectors::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(w, group)
+        let on_device = self.paths_on_device
+            && native::post::tree_on_device::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>();
+        let mut witness = native::lay_out(Assignment::default(), &groups, spares, |w, group| {
+            if on_device {
+                native::post::sectors_on_device::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(
+                    w, group,
+                )
+            } else {
+                native::post::sectors::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(w, group)
+            }
         })
-        .map_err(|e| PlanError::Synthesis(format!("native witness of partition {index}: {e}")))
+        .map_err(|e| PlanError::Synthesis(format!("native witness of partition {index}: {e}")))?;
+        // A benchmark's input planned unverifiable has random paths.
+        if let Some(left) = witness.left.as_mut().filter(|_| self.unverifiable.is_some()) {
+            std::sync::Arc::make_mut(left).check_roots = false;
+        }
+        Ok(witness)
     }
 }
 

@@ -3,10 +3,12 @@
 //! named in its doc comment, field for field; the arguments were checked by
 //! the caller (`gpu/mod.rs`) before they get here.
 
+use super::paths::{PathsC, TablesC};
 use super::{
     DeviceInfo, GpuError, MsmPlan, PartitionInput, PartitionOutput, R1csEntry, R1csUpload, RegionTimings,
     Sections, SmallOthers, WitnessInput, WitnessOutput, MIN_DEVICE_MSM,
 };
+use super::{PathsRef, PathsWritten, PoseidonTables};
 use crate::curve::{blst_affines, projective, BlstCurve};
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
 use blstrs::{G1Affine, G1Projective, G2Affine, Scalar};
@@ -185,6 +187,8 @@ struct WitnessPartitionC {
     a_offset: usize,
     b_offset: usize,
     tuning: TuningC,
+    paths: PathsC,
+    tables: TablesC,
 }
 
 /// cuzk_packed_t.
@@ -271,6 +275,8 @@ extern "C" {
         r1cs: *const c_void,
         inputs: *const Scalar,
         aux: *const PackedC,
+        paths: *const PathsC,
+        tables: *const TablesC,
         a: *mut Scalar,
         b: *mut Scalar,
         c: *mut Scalar,
@@ -320,6 +326,47 @@ extern "C" {
     ) -> sppark::Error;
     #[cfg(feature = "measurement")]
     fn cuzk_gpu_ntt(device: i32, inout: *mut Scalar, lg: u32, inverse: bool, coset: bool) -> sppark::Error;
+    #[cfg(feature = "measurement")]
+    fn cuzk_gpu_write_paths(
+        device: i32,
+        aux: *mut Scalar,
+        n: usize,
+        paths: *const PathsC,
+        tables: *const TablesC,
+        mismatches: *mut u64,
+        first_mismatch: *mut u64,
+        kernel_ms: *mut f64,
+    ) -> sppark::Error;
+}
+
+#[cfg(feature = "measurement")]
+pub(super) fn write_paths(
+    device: i32,
+    tables: &PoseidonTables,
+    paths: PathsRef<'_>,
+    aux: &mut [Scalar],
+) -> Result<PathsWritten, GpuError> {
+    let (p, t) = (PathsC::new(Some(paths), false), TablesC::new(Some(tables)));
+    let (mut mismatches, mut first, mut ms) = (0u64, 0u64, 0f64);
+    // SAFETY: the caller checked that every level's indices stay within
+    // the arrays and `aux`; the pointers are valid for the call.
+    check(unsafe {
+        cuzk_gpu_write_paths(
+            device,
+            aux.as_mut_ptr(),
+            aux.len(),
+            &p,
+            &t,
+            &mut mismatches,
+            &mut first,
+            &mut ms,
+        )
+    })?;
+    Ok(PathsWritten {
+        mismatches,
+        first_mismatch: (mismatches > 0).then_some(first as usize),
+        kernel: Duration::from_secs_f64(ms / 1e3),
+    })
 }
 
 fn check(err: sppark::Error) -> Result<(), GpuError> {
@@ -538,11 +585,16 @@ impl R1cs {
         &self,
         inputs: &[Scalar],
         aux: super::PackedScalarsRef<'_>,
+        paths: Option<super::LeftPathsRef<'_>>,
         rows: usize,
     ) -> Result<[Vec<Scalar>; 3], GpuError> {
         let mut out: [Vec<Scalar>; 3] = std::array::from_fn(|_| vec![Scalar::from(0u64); rows]);
         let [a, b, c] = &mut out;
         let aux = PackedC::new(&aux);
+        let (tables, paths) = (
+            TablesC::new(paths.map(|l| l.tables)),
+            PathsC::new(paths.map(|l| l.paths), paths.is_some_and(|l| l.check_roots)),
+        );
         // SAFETY: the witness has the R1CS's shape and its packed parts
         // their lengths (checked by the caller); each output holds `rows`
         // scalars, what the device writes.
@@ -551,6 +603,8 @@ impl R1cs {
                 self.handle,
                 inputs.as_ptr(),
                 &aux,
+                &paths,
+                &tables,
                 a.as_mut_ptr(),
                 b.as_mut_ptr(),
                 c.as_mut_ptr(),
@@ -692,6 +746,11 @@ fn witness_partition_c(input: &WitnessInput<'_>) -> WitnessPartitionC {
         a_offset: input.a_offset,
         b_offset: input.b_offset,
         tuning: tuning_c(&input.tuning),
+        paths: PathsC::new(
+            input.paths.map(|l| l.paths),
+            input.paths.is_some_and(|l| l.check_roots),
+        ),
+        tables: TablesC::new(input.paths.map(|l| l.tables)),
     }
 }
 

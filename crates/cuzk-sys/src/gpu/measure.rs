@@ -2,7 +2,7 @@
 //! feature; never in production): dense MSMs and NTTs of host inputs, the
 //! wide kernel alone, the H MSM compared several ways.
 
-use super::{backend, device_ordinal, GpuError, GpuSrs};
+use super::{backend, device_ordinal, GpuError, GpuSrs, PathsRef, PathsWritten, PoseidonTables};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use std::time::Duration;
 
@@ -131,4 +131,54 @@ pub fn ntt(device: usize, values: &mut [Scalar], inverse: bool, coset: bool) -> 
         )));
     }
     backend::ntt(device_ordinal(device)?, values, inverse, coset)
+}
+
+/// `paths` finished on `device` in `aux` (copied there and back): the
+/// check of the device's path writer against the host's, and its
+/// measurement.
+pub fn write_paths(
+    device: usize,
+    tables: &PoseidonTables,
+    paths: PathsRef<'_>,
+    aux: &mut [Scalar],
+) -> Result<PathsWritten, GpuError> {
+    paths.check(tables, aux.len())?;
+    backend::write_paths(device_ordinal(device)?, tables, paths, aux)
+}
+
+extern "C" {
+    /// cuda/paths_host.cpp.
+    fn cuzk_paths_write_host(
+        aux: *mut Scalar,
+        paths: *const super::paths::PathsC,
+        tables: *const super::paths::TablesC,
+        mismatches: *mut u64,
+        first_mismatch: *mut u64,
+    );
+}
+
+/// `paths` written into `aux` by the path kernel's own arithmetic built
+/// for the host (`cuda/paths_host.cpp`, the source of the device's
+/// `paths_math.cuh` over blst's field): the check of the kernel's logic
+/// on machines without a GPU. `kernel` is the host's time.
+pub fn write_paths_on_host(
+    tables: &PoseidonTables,
+    paths: PathsRef<'_>,
+    aux: &mut [Scalar],
+) -> Result<PathsWritten, GpuError> {
+    paths.check(tables, aux.len())?;
+    let (p, t) = (
+        super::paths::PathsC::new(Some(paths), false),
+        super::paths::TablesC::new(Some(tables)),
+    );
+    let (mut mismatches, mut first) = (0u64, 0u64);
+    let started = std::time::Instant::now();
+    // SAFETY: `check` found every level's indices within the arrays and
+    // `aux`; the pointers are valid for the call, which keeps none.
+    unsafe { cuzk_paths_write_host(aux.as_mut_ptr(), &p, &t, &mut mismatches, &mut first) };
+    Ok(PathsWritten {
+        mismatches,
+        first_mismatch: (mismatches > 0).then_some(first as usize),
+        kernel: started.elapsed(),
+    })
 }

@@ -23,6 +23,9 @@ use no_cuda as backend;
 #[cfg(feature = "fault-injection")]
 pub mod faults;
 
+mod paths;
+pub use paths::{LeftPathsRef, PathLevel, PathsRef, PathsWritten, PoseidonTables, MAX_TABLES, WIDTHS};
+
 #[cfg(feature = "measurement")]
 mod measure;
 #[cfg(feature = "measurement")]
@@ -729,19 +732,28 @@ impl GpuR1cs {
 
     /// a, b, c of a witness, computed on the device and copied back (the
     /// check of the device's sparse products against the host's).
-    /// The aux variables go packed and are expanded on the device, as in
-    /// a region.
+    /// The aux variables go packed and are expanded on the device, and
+    /// the paths left to it finished, as in a region.
     pub fn evaluate(
         &self,
         inputs: &[Scalar],
         aux: PackedScalarsRef<'_>,
+        paths: Option<LeftPathsRef<'_>>,
     ) -> Result<[Vec<Scalar>; 3], GpuError> {
-        self.check_witness(inputs, aux)?;
-        self.r1cs.evaluate(inputs, aux, self.rows)
+        self.check_witness(inputs, aux, paths)?;
+        self.r1cs.evaluate(inputs, aux, paths, self.rows)
     }
 
-    fn check_witness(&self, inputs: &[Scalar], aux: PackedScalarsRef<'_>) -> Result<(), GpuError> {
+    fn check_witness(
+        &self,
+        inputs: &[Scalar],
+        aux: PackedScalarsRef<'_>,
+        paths: Option<LeftPathsRef<'_>>,
+    ) -> Result<(), GpuError> {
         aux.check()?;
+        if let Some(left) = paths {
+            left.paths.check(left.tables, aux.len)?;
+        }
         if inputs.len() != self.num_inputs || aux.len != self.num_aux {
             return Err(GpuError::Invalid(format!(
                 "witness of {} inputs and {} aux, the R1CS has {} and {}",
@@ -813,6 +825,9 @@ pub struct WitnessInput<'a> {
     pub b_offset: usize,
     /// Size overrides for the checks.
     pub tuning: Tuning,
+    /// What the witness left to the device (its paths' values, zeros in
+    /// `aux`), written there after the expansion.
+    pub paths: Option<LeftPathsRef<'a>>,
 }
 
 /// "Other" scalars of one MSM too few for the device (under
@@ -871,7 +886,7 @@ impl GpuSrs {
                 "the witness path needs resident parameters on the R1CS's device".into(),
             ));
         }
-        r1cs.check_witness(input.inputs, input.aux)?;
+        r1cs.check_witness(input.inputs, input.aux, input.paths)?;
         let n = 1usize.checked_shl(input.lg_domain).unwrap_or(0);
         if n == 0 || input.lg_domain > 31 || r1cs.rows > n || self.lens[0] + 1 != n {
             return Err(GpuError::Invalid(format!(
@@ -904,7 +919,7 @@ impl GpuSrs {
                 "parameters and R1CS on different devices".into(),
             ));
         }
-        r1cs.check_witness(input.inputs, input.aux)?;
+        r1cs.check_witness(input.inputs, input.aux, input.paths)?;
         let staged = self.srs.stage_witness(&r1cs.r1cs, input)?;
         Ok(Staged {
             staged,

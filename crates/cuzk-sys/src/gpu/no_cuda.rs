@@ -98,6 +98,7 @@ impl R1cs {
         &self,
         _inputs: &[Scalar],
         _aux: super::PackedScalarsRef<'_>,
+        _paths: Option<super::LeftPathsRef<'_>>,
         _rows: usize,
     ) -> Result<[Vec<Scalar>; 3], GpuError> {
         match *self {}
@@ -137,5 +138,15 @@ pub(super) fn ntt(
     _inverse: bool,
     _coset: bool,
 ) -> Result<(), GpuError> {
+    Err(GpuError::Disabled)
+}
+
+#[cfg(feature = "measurement")]
+pub(super) fn write_paths(
+    _device: i32,
+    _tables: &super::PoseidonTables,
+    _paths: super::PathsRef<'_>,
+    _aux: &mut [Scalar],
+) -> Result<super::PathsWritten, GpuError> {
     Err(GpuError::Disabled)
 }
