@@ -42,7 +42,8 @@ pub struct RealC2Args {
     /// `witness:3,host:1` (a bare name: one proof); `@N` sets a pass's
     /// sequential slots (`witness:3@2,witness:3@14`); a `-gadgets` name
     /// (`witness-gadgets:3`) computes every witness through the circuit's
-    /// gadgets, native writers left aside (the side-by-side run).
+    /// gadgets, native writers left aside (the side-by-side run);
+    /// `witness-paths` has PoSt witnesses leave their paths to the device.
     #[arg(long, value_delimiter = ',', default_value = "witness", value_parser = parse_pass)]
     passes: Vec<Pass>,
     /// The engine's memory budget: parameters (about 47 GiB at 32 GiB),
@@ -84,6 +85,9 @@ struct Pass {
     slots: Option<usize>,
     /// Witnesses through the gadgets even where a native writer exists.
     gadgets: bool,
+    /// PoSt witnesses leave their paths to the device
+    /// (`[gpus] post_paths_on_device`).
+    paths_on_device: bool,
 }
 
 /// `witness:3@2`: the witness path, 3 proofs at once, 2 sequential slots
@@ -106,12 +110,13 @@ fn parse_pass(s: &str) -> Result<Pass, String> {
         Some(name) => (name, true),
         None => (name, false),
     };
-    let witness_only = match name {
-        "witness" => true,
-        "host" => false,
+    let (witness_only, paths_on_device) = match name {
+        "witness" => (true, false),
+        "witness-paths" => (true, true),
+        "host" => (false, false),
         other => {
             return Err(format!(
-                "unknown pass {other:?} (witness or host, each with -gadgets or not)"
+                "unknown pass {other:?} (witness, witness-paths or host, each with -gadgets or not)"
             ))
         }
     };
@@ -125,6 +130,7 @@ fn parse_pass(s: &str) -> Result<Pass, String> {
         count,
         slots,
         gadgets,
+        paths_on_device,
     })
 }
 
@@ -263,7 +269,9 @@ pub fn run(args: RealC2Args) -> anyhow::Result<()> {
         passes.push(run_pass(
             &args,
             &setup,
-            plans_for_generated(&dir).with_gadget_witness(pass.gadgets),
+            plans_for_generated(&dir)
+                .with_gadget_witness(pass.gadgets)
+                .with_paths_on_device(pass.paths_on_device),
             *pass,
         )?);
     }
@@ -417,6 +425,7 @@ fn run_pass(
             "sector_size": args.spec.sector_size,
             "circuit_id": setup.circuit_id,
             "witness_only": witness_path,
+            "paths_on_device": pass.paths_on_device,
             "witness_generator": generator(natives, (pass.count * setup.partitions) as u64),
             "witness_generator_alone": witness.generator,
             "native_fallbacks": fallbacks,
@@ -508,10 +517,13 @@ mod tests {
                 witness_only: true,
                 count: 3,
                 slots: Some(2),
-                gadgets: true
+                gadgets: true,
+                paths_on_device: false,
             }
         );
         assert!(!parse_pass("host").unwrap().gadgets);
+        let paths = parse_pass("witness-paths:2").unwrap();
+        assert!(paths.witness_only && paths.paths_on_device && paths.count == 2);
         assert!(parse_pass("gadgets:1").is_err() && parse_pass("witness:0").is_err());
     }
 
