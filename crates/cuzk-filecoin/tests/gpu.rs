@@ -150,68 +150,34 @@ fn snap_witness_path_equals_the_host_and_verifies() {
     witness_path_on(&request_file(ProofKind::SnapDealsUpdate, fixtures::SNAP_FILE));
 }
 
-/// The paths of `sectors` random sectors of `challenges` challenges in a
-/// tree of 32 GiB sectors' shape (nine arity-8 levels, then one of the
-/// sub-tree's), left to the prover: the witness the host wrote, expanded,
-/// and the paths.
-fn window_post_paths(sectors: usize, challenges: usize) -> (Vec<Scalar>, cuzk_core::paths::InclusionPaths) {
-    use cuzk_filecoin::native::post::{random_sectors, sectors_on_device};
-    use cuzk_filecoin::native::Assignment;
-    use typenum::{U0, U8};
-    let written = random_sectors::<U8, U8, U0>(1, sectors, challenges, 9);
-    let mut w = Assignment::default();
-    sectors_on_device::<U8, U8, U0>(&mut w, &written);
-    (w.aux.to_scalars(), w.paths)
-}
-
 /// Paths left to the prover and finished on the device equal them
 /// finished on the host (cuzk-filecoin's writer, which equals the
-/// gadgets'), with the same paths told as not leading to their roots; a
-/// level of each table (arities 2, 4, 8 and 11) too; and paths whose
-/// indices reach past the vector are refused before the device.
+/// gadgets'), with the same paths told as not leading to their roots: a
+/// WindowPoSt 32 GiB tree's paths and a hash of each table (arities 2, 4,
+/// 8 and 11); and paths whose levels reach past the vector are refused
+/// before the device.
 #[test]
 fn native_paths_finished_on_the_device_equal_the_host() {
-    use cuzk_filecoin::native::merkle::{device_tables, finish_on_host, table_of, TABLE_ARITIES};
-    use ff::Field;
+    use cuzk_filecoin::native::merkle::{device_tables, finish_on_host, sample_paths};
     if cuzk_sys::gpu::device_count() == 0 {
         eprintln!("SKIPPED: no CUDA device (or a build without --features cuzk-core/cuda)");
         return;
     }
-    let (aux, paths) = window_post_paths(7, 3);
-    let mut host = aux.clone();
-    let host_mismatched = finish_on_host(&paths, &mut host);
-    // Challenges 1 and 2 of each sector do not lead to its root.
-    assert_eq!(host_mismatched.len(), 7 * 2);
-    let mut device = aux.clone();
-    let written = cuzk_sys::gpu::write_paths(0, device_tables(), paths.as_ref(), &mut device).unwrap();
-    assert_eq!(written.mismatches, host_mismatched.len() as u64);
-    assert_eq!(written.first_mismatch, host_mismatched.first().copied());
-    if let Some(i) = (0..host.len()).find(|&i| device[i] != host[i]) {
-        panic!("value {i} of {} differs from the host's", host.len());
+    let cases = sample_paths();
+    for (k, (aux, paths)) in cases.iter().enumerate() {
+        let mut host = aux.clone();
+        let off = finish_on_host(paths, &mut host);
+        let mut device = aux.clone();
+        let written = cuzk_sys::gpu::write_paths(0, device_tables(), paths.as_ref(), &mut device).unwrap();
+        if let Some(i) = (0..host.len()).find(|&i| device[i] != host[i]) {
+            panic!("case {k}: value {i} of {} differs from the host's", host.len());
+        }
+        assert_eq!(written.mismatches, off.len() as u64, "case {k}");
+        assert_eq!(written.first_mismatch, off.first().copied(), "case {k}");
     }
-
-    // One hash of each table, its children in a shuffled order.
-    let mut paths = cuzk_core::paths::InclusionPaths::default();
-    let mut at = 5;
-    for arity in TABLE_ARITIES {
-        let table = table_of(arity).unwrap();
-        let siblings: Vec<Scalar> = (1..arity as u64)
-            .map(|k| Scalar::from(k * 1000 + arity as u64))
-            .collect();
-        let children: Vec<u8> = (0..arity as u8).rev().collect();
-        paths.start_path(Scalar::from(7u64), Scalar::ZERO);
-        paths.push_level(at, table, &[1, 0], &children, &siblings);
-        at += 2 + device_tables().shape(table.into()).unwrap().1 + 3;
-    }
-    let mut host = vec![Scalar::ZERO; at];
-    finish_on_host(&paths, &mut host);
-    let mut device = vec![Scalar::ZERO; at];
-    let written = cuzk_sys::gpu::write_paths(0, device_tables(), paths.as_ref(), &mut device).unwrap();
-    assert_eq!(written.mismatches, 4, "no hash is 0");
-    assert!(device == host, "a table's trace differs from the host's");
-
     // A vector too short for the last level: refused.
-    let mut short = vec![Scalar::ZERO; at - 4];
+    let (aux, paths) = cases.last().unwrap();
+    let mut short = aux[..aux.len() - 4].to_vec();
     let refused = cuzk_sys::gpu::write_paths(0, device_tables(), paths.as_ref(), &mut short);
     assert!(
         matches!(refused, Err(cuzk_sys::gpu::GpuError::Invalid(_))),

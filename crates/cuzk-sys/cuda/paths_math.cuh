@@ -142,28 +142,25 @@ PATHS_FN fr_t poseidon_trace(const cuzk_poseidon_table_t& t, const fr_t* c,
     size_t offset = 2 * W;
     uint32_t round = 0;
     mix(round++);
-    #pragma unroll 1
-    for (uint32_t r = 1; r < t.half_full_rounds; r++) {
+    // The full rounds after the first, on each side of the partial ones.
+    auto full_rounds = [&]() {
         #pragma unroll 1
-        for (int i = 0; i < W; i++, out += 4)
-            state[i] = s_box(state[i], &keys[offset + i], out);
-        offset += W;
-        mix(round++);
-    }
+        for (uint32_t r = 1; r < t.half_full_rounds; r++) {
+            #pragma unroll 1
+            for (int i = 0; i < W; i++, out += 4)
+                state[i] = s_box(state[i], &keys[offset + i], out);
+            offset += W;
+            mix(round++);
+        }
+    };
+    full_rounds();
     #pragma unroll 1
     for (uint32_t r = 0; r < t.partial_rounds; r++, out += 4) {
         state[0] = s_box(state[0], &keys[offset], out);
         offset += 1;
         mix(round++);
     }
-    #pragma unroll 1
-    for (uint32_t r = 1; r < t.half_full_rounds; r++) {
-        #pragma unroll 1
-        for (int i = 0; i < W; i++, out += 4)
-            state[i] = s_box(state[i], &keys[offset + i], out);
-        offset += W;
-        mix(round++);
-    }
+    full_rounds();
     // The terminal full round: no key after.
     #pragma unroll 1
     for (int i = 0; i < W; i++, out += 4)

@@ -487,6 +487,48 @@ fn hash_table(table: usize, trace: &mut Vec<Scalar>, children: &[Scalar]) -> Sca
     }
 }
 
+/// A path of random siblings and indices through levels of these
+/// arities, for the tests and the bench.
+#[cfg(any(test, feature = "test-inputs"))]
+pub fn random_path(rng: &mut impl rand::Rng, arities: &[usize]) -> Vec<Level> {
+    arities
+        .iter()
+        .map(|&arity| Level {
+            siblings: (1..arity).map(|_| Scalar::random(&mut *rng)).collect(),
+            index: rng.gen_range(0..arity),
+        })
+        .collect()
+}
+
+/// Inputs for the checks of a path writer (the host's finish, the
+/// kernel's source on the host, the device): each an aux vector with
+/// zeros where paths left their values, and the paths. A WindowPoSt 32 GiB
+/// tree's paths of three random sectors (challenge 0's leads to its root,
+/// the others' do not), and a hash of each table whose children come in a
+/// shuffled order (off their zero roots).
+#[cfg(any(test, feature = "test-inputs"))]
+pub fn sample_paths() -> Vec<(Vec<Scalar>, InclusionPaths)> {
+    use typenum::{U0, U8};
+    let sectors = super::post::random_sectors::<U8, U8, U0>(3, 3, 3, 9);
+    let mut w = Assignment::default();
+    super::post::sectors_on_device::<U8, U8, U0>(&mut w, &sectors);
+    let mut cases = vec![(w.aux.to_scalars(), w.paths)];
+    let mut paths = InclusionPaths::default();
+    let mut at = 5;
+    for arity in TABLE_ARITIES {
+        let table = table_of(arity).expect("each arity has a table");
+        let siblings: Vec<Scalar> = (1..arity as u64)
+            .map(|k| Scalar::from(k * 1000 + arity as u64))
+            .collect();
+        let children: Vec<u8> = (0..arity as u8).rev().collect();
+        paths.start_path(Scalar::from(7u64), Scalar::ZERO);
+        paths.push_level(at, table, &[1, 0], &children, &siblings);
+        at += 2 + device_tables().shape(table.into()).expect("ours").1 + 3;
+    }
+    cases.push((vec![Scalar::ZERO; at], paths));
+    cases
+}
+
 /// What the insert gadget allocates, in order.
 enum Allocation<T> {
     /// A bit of the index's.
@@ -639,16 +681,9 @@ mod tests {
     fn native_prepared_paths_equal_paths_hashed_one_at_a_time() {
         use typenum::U8;
         let mut rng = ChaCha8Rng::seed_from_u64(7);
-        let arities = [8, 8, 8, 2];
         let paths: Vec<(Scalar, Vec<Level>)> = (0..10)
             .map(|_| {
-                let levels = arities
-                    .iter()
-                    .map(|&arity| Level {
-                        siblings: (1..arity).map(|_| Scalar::random(&mut rng)).collect(),
-                        index: rng.gen_range(0..arity),
-                    })
-                    .collect();
+                let levels = random_path(&mut rng, &[8, 8, 8, 2]);
                 (Scalar::random(&mut rng), levels)
             })
             .collect();

@@ -102,7 +102,7 @@ pub fn random_sectors<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
 ) -> Vec<SectorWitness> {
     use super::merkle::Poseidon;
     use ff::Field;
-    use rand::{Rng, SeedableRng};
+    use rand::SeedableRng;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let arities: Vec<usize> = std::iter::repeat_n(U::to_usize(), base)
         .chain([V::to_usize(), W::to_usize()].into_iter().filter(|&a| a > 0))
@@ -111,13 +111,7 @@ pub fn random_sectors<U: PoseidonArity, V: PoseidonArity, W: PoseidonArity>(
         .map(|_| {
             let challenges: Vec<(Scalar, Vec<Level>)> = (0..challenges)
                 .map(|_| {
-                    let levels = arities
-                        .iter()
-                        .map(|&arity| Level {
-                            siblings: (1..arity).map(|_| Scalar::random(&mut rng)).collect(),
-                            index: rng.gen_range(0..arity),
-                        })
-                        .collect();
+                    let levels = super::merkle::random_path(&mut rng, &arities);
                     (Scalar::random(&mut rng), levels)
                 })
                 .collect();
@@ -145,7 +139,6 @@ mod tests {
     use super::*;
     use crate::native::oracle::Allocations;
     use bellperson::{Circuit, ConstraintSystem};
-    use cuzk_core::paths::InclusionPaths;
     use ff::Field;
     use filecoin_hashers::poseidon::PoseidonHasher;
     use rand::{Rng, SeedableRng};
@@ -308,25 +301,8 @@ mod tests {
     /// in a shuffled order. (The GPU tests run it on the device.)
     #[test]
     fn native_paths_by_the_kernel_source_equal_the_host_finish() {
-        use crate::native::merkle::{device_tables, finish_on_host, table_of, TABLE_ARITIES};
-        let sectors = random_sectors::<U8, U8, U0>(3, 3, 3, 9);
-        let mut w = Assignment::default();
-        sectors_on_device::<U8, U8, U0>(&mut w, &sectors);
-        let mut cases = vec![(w.aux.to_scalars(), w.paths)];
-        let mut paths = InclusionPaths::default();
-        let mut at = 5;
-        for arity in TABLE_ARITIES {
-            let table = table_of(arity).unwrap();
-            let siblings: Vec<Scalar> = (1..arity as u64)
-                .map(|k| Scalar::from(k * 1000 + arity as u64))
-                .collect();
-            let children: Vec<u8> = (0..arity as u8).rev().collect();
-            paths.start_path(Scalar::from(7u64), Scalar::ZERO);
-            paths.push_level(at, table, &[1, 0], &children, &siblings);
-            at += 2 + device_tables().shape(table.into()).unwrap().1 + 3;
-        }
-        cases.push((vec![Scalar::ZERO; at], paths));
-        for (aux, paths) in cases {
+        use crate::native::merkle::{device_tables, finish_on_host, sample_paths};
+        for (aux, paths) in sample_paths() {
             let mut host = aux.clone();
             let off = finish_on_host(&paths, &mut host);
             let mut kernel = aux;
