@@ -30,8 +30,9 @@
 #                                       IFMA lanes (real-synthesis --native-only); BESIDE: other
 #                                       bench builds (.xz) run in turn, side by side
 #                                       PATHS_ON_DEVICE=1: PoSt paths left to the prover (the host's part)
-#   scripts/gpu-run.sh paths            a WindowPoSt partition's paths finished on the device beside the
-#                                       host (gpu-paths), RUNS (3)
+#   scripts/gpu-run.sh paths            PoSt paths left to the device: their GPU tests, a WindowPoSt
+#                                       partition's paths finished on the device beside the host
+#                                       (gpu-paths, RUNS (3)), the host's part with and without them
 #   scripts/gpu-run.sh realc2           real-circuit C2 through the engine (real-c2), PASSES
 #                                       (witness:3,host:1) in one process, BUDGET GiB (100),
 #                                       a timeline chart per pass; REALC2_ARGS: more flags
@@ -184,10 +185,25 @@ PY
     done
     ;;
   paths)
-    # A WindowPoSt 32 GiB partition's inclusion paths (random values)
-    # finished on the device beside the host's writer (cuzk-bench gpu-paths).
-    timeout "${PATHS_TIMEOUT:-420}" "$bin" gpu-paths --runs "${RUNS:-3}" >"$out/gpu-paths.json" 2>"$out/gpu-paths.log"
+    # PoSt paths left to the device, in one call: the GPU tests of them
+    # (the cuzk-filecoin test binary, filtered), a WindowPoSt 32 GiB
+    # partition's paths (random values) finished on the device beside the
+    # host's writer (cuzk-bench gpu-paths), and the host's part of the real
+    # witness with and without them (real-synthesis --native-only).
+    lscpu >"$out/lscpu.txt" 2>&1
+    t=.gpu/gpu-test-cuzk-filecoin.xz
+    if [ -e "$t" ]; then
+      xz -dc "$t" >/tmp/gpu-test-cuzk-filecoin && chmod +x /tmp/gpu-test-cuzk-filecoin
+      timeout "${CHECK_TIMEOUT:-240}" /tmp/gpu-test-cuzk-filecoin --test-threads 1 --nocapture paths_ 2>&1 | tee "$out/gpu-test-paths.log" | tail -15
+    fi
+    timeout "${PATHS_TIMEOUT:-240}" "$bin" gpu-paths --runs "${RUNS:-3}" >"$out/gpu-paths.json" 2>"$out/gpu-paths.log"
     echo "gpu-paths exit: $?"; tail -5 "$out/gpu-paths.log"; cat "$out/gpu-paths.json"
+    for flag in "" --paths-on-device; do
+      name=native-witness-window-post-32g${flag:+-paths-left}
+      timeout "${WITNESS_TIMEOUT:-120}" "$bin" real-synthesis --proof window-post-32g --native-only 3 $flag \
+        >"$out/$name.json" 2>"$out/$name.log"
+      echo "$name exit: $?"; tail -2 "$out/$name.log"
+    done
     ;;
   realc2)
     ( while sleep 2; do nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader; done ) \

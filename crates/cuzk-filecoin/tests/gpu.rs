@@ -153,9 +153,9 @@ fn snap_witness_path_equals_the_host_and_verifies() {
 /// Paths left to the prover and finished on the device equal them
 /// finished on the host (cuzk-filecoin's writer, which equals the
 /// gadgets'), with the same paths told as not leading to their roots: a
-/// WindowPoSt 32 GiB tree's paths and a hash of each table (arities 2, 4,
-/// 8 and 11); and paths whose levels reach past the vector are refused
-/// before the device.
+/// WindowPoSt 32 GiB tree's paths and a hash of each table (arities 2 and
+/// 8); and paths whose levels reach past the vector are refused before the
+/// device.
 #[test]
 fn native_paths_finished_on_the_device_equal_the_host() {
     use cuzk_filecoin::native::merkle::{device_tables, finish_on_host, sample_paths};

@@ -199,12 +199,11 @@ PATHS_FN inline bool write_path(fr_t* aux, const cuzk_paths_t& p,
         const cuzk_path_level_t level = p.levels[l];
         const cuzk_poseidon_table_t& t = tables.table[level.table];
         const fr_t* c = tables.constants;
-        switch (t.width) {
-        case 3:  node = path_level<3>(t, c, level, node, p.siblings, p.sources, aux); break;
-        case 5:  node = path_level<5>(t, c, level, node, p.siblings, p.sources, aux); break;
-        case 9:  node = path_level<9>(t, c, level, node, p.siblings, p.sources, aux); break;
-        default: node = path_level<12>(t, c, level, node, p.siblings, p.sources, aux); break;
-        }
+        // The widths of cuzk_sys::gpu::WIDTHS (checked there).
+        if (t.width == 3)
+            node = path_level<3>(t, c, level, node, p.siblings, p.sources, aux);
+        else
+            node = path_level<9>(t, c, level, node, p.siblings, p.sources, aux);
     }
     // Byte by byte: the one view of a value any field type allows (once a
     // path).

@@ -377,8 +377,10 @@ impl LevelWriter for OnDevice {
 }
 
 /// The arities whose Poseidon permutations a path finished by the prover
-/// may use, in the order of their tables ([`device_tables`]).
-pub const TABLE_ARITIES: [usize; 4] = [2, 4, 8, 11];
+/// may use, in the order of their tables ([`device_tables`]): those of
+/// Filecoin's replica trees (base and sub-tree 8, top 2) and of `comm_r`.
+/// A tree of another arity is written whole on the host.
+pub const TABLE_ARITIES: [usize; 2] = [2, 8];
 
 /// The table of `arity`'s permutation, if it has one.
 pub fn table_of(arity: usize) -> Option<u8> {
@@ -387,16 +389,11 @@ pub fn table_of(arity: usize) -> Option<u8> {
 
 /// The permutations of [`TABLE_ARITIES`] as the device takes them.
 pub fn device_tables() -> &'static PoseidonTables {
-    use typenum::{U11, U2, U4, U8};
+    use typenum::{U2, U8};
     static TABLES: OnceLock<PoseidonTables> = OnceLock::new();
     TABLES.get_or_init(|| {
-        PoseidonTables::new(&[
-            spec(U2::PARAMETERS()),
-            spec(U4::PARAMETERS()),
-            spec(U8::PARAMETERS()),
-            spec(U11::PARAMETERS()),
-        ])
-        .expect("neptune's constants have the shape the device takes")
+        PoseidonTables::new(&[spec(U2::PARAMETERS()), spec(U8::PARAMETERS())])
+            .expect("neptune's constants have the shape the device takes")
     })
 }
 
@@ -478,12 +475,10 @@ fn finish_path(paths: &InclusionPaths, k: usize) -> (PathValues, bool) {
 /// The Poseidon hash of `children` by table `table`'s permutation, its
 /// trace into `trace`.
 fn hash_table(table: usize, trace: &mut Vec<Scalar>, children: &[Scalar]) -> Scalar {
-    use typenum::{U11, U2, U4, U8};
+    use typenum::{U2, U8};
     match TABLE_ARITIES[table] {
         2 => poseidon_hash(trace, children, U2::PARAMETERS()),
-        4 => poseidon_hash(trace, children, U4::PARAMETERS()),
-        8 => poseidon_hash(trace, children, U8::PARAMETERS()),
-        _ => poseidon_hash(trace, children, U11::PARAMETERS()),
+        _ => poseidon_hash(trace, children, U8::PARAMETERS()),
     }
 }
 

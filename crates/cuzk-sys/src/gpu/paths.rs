@@ -16,8 +16,9 @@ use std::time::Duration;
 /// arities and 2).
 pub const MAX_TABLES: usize = 4;
 
-/// Widths the device's kernel takes (arities 2, 4, 8 and 11).
-pub const WIDTHS: [usize; 4] = [3, 5, 9, 12];
+/// Widths the device's kernel takes (arities 2 and 8: Filecoin's replica
+/// trees and `comm_r`; each width is a kernel nvcc builds).
+pub const WIDTHS: [usize; 2] = [3, 9];
 
 /// Where one level of a path goes and what it is made of (the layout of
 /// `cuzk_path_level_t`).
